@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// Engine start: an IndexerConfig, checked once, becomes the Geometry every
+// step plans with (DESIGN.md section 3). A Geometry that exists is valid.
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "idxplan/error.hpp"
+#include "idxplan/kernel_geometry.hpp"
+
+namespace idxplan {
+
+// What the engine knows at start: the model's indexer, the cache, the
+// scheduler's limits and the GPU.
+struct IndexerConfig {
+  int32_t num_heads = 64;              // index_n_heads
+  int32_t head_dim = 128;              // index_head_dim
+  int32_t block_size = 128;            // tokens per KV-cache page
+  int32_t compress_ratio = 4;          // tokens per compressed indexer key
+  int32_t num_speculative_tokens = 0;  // MTP draft tokens per decode
+  bool adaptive_verification = false;  // drafts reallocated across requests
+  int32_t max_model_len = 131072;      // tokens
+  int32_t candidate_block_size = 0;    // entries; 0: a model-neutral indexer
+  int32_t candidate_topk_blocks = 0;   // blocks in the candidate pool
+  bool sparse_logits = false;          // indexer_sparse_logits
+  int64_t max_logits_mb = 512;         // MiB of fp32 logits one launch may hold
+  int32_t num_compute_units = 0;       // the target GPU's CUs (SMs on NVIDIA)
+  int32_t dcp_world_size = 1;
+  int32_t pcp_world_size = 1;
+  int32_t max_num_seqs = 1024;              // requests per step
+  int32_t max_num_batched_tokens = 65536;   // tokens per step, padding included
+  int32_t max_blocks_per_seq = 0;           // block-table columns; 0: max_model_len's pages
+};
+
+// Past this many units, the device builds no schedule (its shared memory holds
+// one scan word per unit); at most target_wgs units ever get one.
+inline constexpr int32_t kMaxScheduleUnits = 8192;
+// aiter's scheduler caps the slots of a schedule here.
+inline constexpr int32_t kMaxScheduleSlots = 65536;
+// Words of one decode schedule descriptor: (seq, row block, slice, slices).
+inline constexpr int32_t kDescriptorWords = 4;
+
+// The validated config and everything derived from it once.
+struct Geometry {
+  IndexerConfig config{};
+  int32_t page_entries = 0;            // compressed entries per page: block_size / C
+  CacheLayout cache{};
+  int32_t native_next_n = 1;           // rows per native decode sequence
+  int32_t decode_threshold = 1;        // a request with more query rows is a prefill
+  int32_t logits_width = 0;            // max_model_len / C
+  int64_t max_logits_bytes = 0;        // max_logits_mb * 2^20
+  int32_t max_blocks_per_seq = 0;      // resolved block-table width
+  int32_t max_decode_rows = 0;         // min(max_num_batched_tokens, max_num_seqs * decode_threshold)
+  int32_t num_candidate_cols = 0;      // candidate_topk_blocks * candidate_block_size; 0 without sparse logits
+  int32_t gather_rows = 0;             // rows one candidate-consumer launch takes at most
+  int32_t schedule_words = 0;          // int32 words of the decode schedule buffer
+
+  // width >= 1.5 * num_candidate_cols, in integers: prefill chunks gather.
+  constexpr bool prefill_gathers(int64_t width) const {
+    return num_candidate_cols > 0 && 2 * width >= 3 * int64_t{num_candidate_cols};
+  }
+  // context >= 3.0 * num_candidate_cols: decode rows gather.
+  constexpr bool decode_gathers(int64_t context) const {
+    return num_candidate_cols > 0 && context >= 3 * int64_t{num_candidate_cols};
+  }
+  constexpr LaunchConfig launch(int32_t rows) const {
+    return launch_config(config.num_heads, rows, config.num_compute_units);
+  }
+};
+
+namespace detail {
+
+inline void require_positive(const char* field, int64_t value) {
+  if (value <= 0) throw ConfigError(fmt::format("{} must be positive, got {}", field, value));
+}
+
+constexpr bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+}  // namespace detail
+
+// Checks every rule of DESIGN.md sections 3 and 4 and derives the geometry.
+// Throws ConfigError naming the field and its value.
+inline Geometry make_geometry(const IndexerConfig& c) {
+  using detail::require_positive;
+  if (c.dcp_world_size > 1 || c.pcp_world_size > 1) {
+    throw ConfigError(fmt::format(
+        "the ROCm MXFP4 indexer does not support decode/prefill context parallel "
+        "(dcp_world_size={}, pcp_world_size={})",
+        c.dcp_world_size, c.pcp_world_size));
+  }
+  require_positive("dcp_world_size", c.dcp_world_size);
+  require_positive("pcp_world_size", c.pcp_world_size);
+  require_positive("num_heads", c.num_heads);
+  require_positive("head_dim", c.head_dim);
+  require_positive("block_size", c.block_size);
+  require_positive("compress_ratio", c.compress_ratio);
+  require_positive("max_model_len", c.max_model_len);
+  require_positive("max_logits_mb", c.max_logits_mb);
+  require_positive("num_compute_units", c.num_compute_units);
+  require_positive("max_num_seqs", c.max_num_seqs);
+  require_positive("max_num_batched_tokens", c.max_num_batched_tokens);
+  if (c.num_speculative_tokens < 0) {
+    throw ConfigError(
+        fmt::format("num_speculative_tokens must be >= 0, got {}", c.num_speculative_tokens));
+  }
+  if (c.candidate_block_size < 0 || c.candidate_topk_blocks < 0 || c.max_blocks_per_seq < 0) {
+    throw ConfigError(fmt::format(
+        "candidate_block_size, candidate_topk_blocks and max_blocks_per_seq must be >= 0, got "
+        "{}, {} and {}",
+        c.candidate_block_size, c.candidate_topk_blocks, c.max_blocks_per_seq));
+  }
+  if (c.block_size % c.compress_ratio != 0) {
+    throw ConfigError(fmt::format("block_size={} is not a multiple of compress_ratio={}",
+                                  c.block_size, c.compress_ratio));
+  }
+  if (c.head_dim % 32 != 0) {
+    throw ConfigError(fmt::format("head_dim={} is not a multiple of 32 (one MXFP4 scale block)",
+                                  c.head_dim));
+  }
+  // Bytes past int32 are rejected here so every product below stays in range.
+  constexpr int64_t kMaxLogitsMb = int64_t{1} << 20;
+  if (c.max_logits_mb > kMaxLogitsMb) {
+    throw ConfigError(
+        fmt::format("max_logits_mb={} is past the {} MiB idxplan plans for", c.max_logits_mb,
+                    kMaxLogitsMb));
+  }
+  if (c.num_speculative_tokens > c.max_num_batched_tokens) {
+    throw ConfigError(fmt::format("num_speculative_tokens={} is past max_num_batched_tokens={}",
+                                  c.num_speculative_tokens, c.max_num_batched_tokens));
+  }
+
+  Geometry g;
+  g.config = c;
+  g.page_entries = c.block_size / c.compress_ratio;
+  g.cache = cache_layout(c.num_heads, c.head_dim, g.page_entries);
+  g.native_next_n = c.adaptive_verification ? 1 : c.num_speculative_tokens + 1;
+  g.decode_threshold = c.num_speculative_tokens + 1;
+  g.logits_width = c.max_model_len / c.compress_ratio;
+  if (4 * int64_t{g.logits_width} >= (int64_t{1} << 31)) {
+    throw ConfigError(fmt::format(
+        "a logits row of max_model_len / compress_ratio = {} fp32 columns is past 2 GiB",
+        g.logits_width));
+  }
+  g.max_logits_bytes = c.max_logits_mb << 20;
+  const int64_t pages = (int64_t{c.max_model_len} + c.block_size - 1) / c.block_size;
+  g.max_blocks_per_seq = c.max_blocks_per_seq > 0 ? c.max_blocks_per_seq
+                                                  : static_cast<int32_t>(pages);
+  if (c.max_blocks_per_seq > 0 && c.max_blocks_per_seq < pages) {
+    throw ConfigError(fmt::format(
+        "max_blocks_per_seq={} cannot hold max_model_len={} in {}-token blocks ({} needed)",
+        c.max_blocks_per_seq, c.max_model_len, c.block_size, pages));
+  }
+  // Every decode has at most decode_threshold rows, padding requests included.
+  g.max_decode_rows = static_cast<int32_t>(std::min<int64_t>(
+      c.max_num_batched_tokens, int64_t{c.max_num_seqs} * g.decode_threshold));
+  if (int64_t{g.max_blocks_per_seq} * g.max_decode_rows > std::numeric_limits<int32_t>::max()) {
+    throw ConfigError(fmt::format(
+        "the decode block table of {} rows (max_num_seqs={} x {} rows) x max_blocks_per_seq={} "
+        "is past 2^31 words",
+        g.max_decode_rows, c.max_num_seqs, g.decode_threshold, g.max_blocks_per_seq));
+  }
+
+  if (c.sparse_logits) {
+    constexpr const char* kPrefix = "sparse_logits (indexer_sparse_logits)";
+    if (c.candidate_block_size <= 0 || c.candidate_topk_blocks <= 0) {
+      throw ConfigError(fmt::format(
+          "{} requires a two-level (candidate block) indexer such as DeepSeek-V4.1, got "
+          "candidate_block_size={} candidate_topk_blocks={}",
+          kPrefix, c.candidate_block_size, c.candidate_topk_blocks));
+    }
+    if (!detail::is_power_of_two(c.candidate_topk_blocks)) {
+      throw ConfigError(fmt::format(
+          "{} resolves the candidate pool with a sort that needs a power-of-two block count, "
+          "not candidate_topk_blocks={}",
+          kPrefix, c.candidate_topk_blocks));
+    }
+    if (g.page_entries % c.candidate_block_size != 0 ||
+        c.candidate_block_size > g.cache.n_per_tile) {
+      throw ConfigError(fmt::format(
+          "{} needs candidate_block_size={} entries to tile a {}-entry indexer page and fit "
+          "in one {}-entry shuffle group",
+          kPrefix, c.candidate_block_size, g.page_entries, g.cache.n_per_tile));
+    }
+    const int64_t cols = int64_t{c.candidate_topk_blocks} * c.candidate_block_size;
+    if (cols > std::numeric_limits<int32_t>::max() / 4) {
+      throw ConfigError(fmt::format(
+          "{}: candidate_topk_blocks={} x candidate_block_size={} columns is past a 2 GiB row",
+          kPrefix, c.candidate_topk_blocks, c.candidate_block_size));
+    }
+    g.num_candidate_cols = static_cast<int32_t>(cols);
+    const int64_t budget =
+        std::min<int64_t>(g.max_logits_bytes, std::numeric_limits<int32_t>::max());
+    g.gather_rows = static_cast<int32_t>(std::max<int64_t>(1, budget / (4 * cols)));
+  }
+
+  const int32_t wgs = std::max(g.launch(1).target_wgs, g.launch(g.native_next_n).target_wgs);
+  if (wgs > kMaxScheduleUnits) {
+    throw ConfigError(fmt::format(
+        "num_compute_units={} asks for {} decode workgroups, past the {} units the device "
+        "schedule holds",
+        c.num_compute_units, wgs, kMaxScheduleUnits));
+  }
+  g.schedule_words = kDescriptorWords * std::max(kMaxScheduleSlots, wgs);
+  return g;
+}
+
+}  // namespace idxplan

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// The step buffers of DESIGN.md section 6, as functions of one index. The
+// device kernel (device/prepare_step.hpp) calls these bodies unchanged; on the
+// CPU, fill_step_buffers() runs them over every index, which is the reference
+// the tests and the idxplan command use.
+
+#include <cstdint>
+
+#include "idxplan/config.hpp"
+#include "idxplan/host_device.hpp"
+#include "idxplan/plan/decode.hpp"
+#include "idxplan/plan/prefill.hpp"
+#include "idxplan/plan/schedule.hpp"
+#include "idxplan/plan/types.hpp"
+
+namespace idxplan {
+
+// What a step reads: the engine's exact lengths and block table, all int32.
+struct StepInputs {
+  const int32_t* seq_lens = nullptr;         // [num_reqs] exact tokens per request
+  const int32_t* query_start_loc = nullptr;  // [num_reqs + 1] token offsets
+  const int32_t* block_table = nullptr;      // [num_reqs, block_table_stride] page ids
+  int32_t block_table_stride = 0;            // words per block-table row
+};
+
+// What a step writes; the buffers are sized once from a Geometry
+// (step_buffer_sizes below).
+struct StepOutputs {
+  int32_t* context_lens = nullptr;             // [num_reqs] L_r / C
+  int32_t* decode_row_lens = nullptr;          // [decode rows] compressed context of each row
+  int32_t* decode_block_ends = nullptr;        // [decode rows] candidate blocks each row sees
+  int32_t* decode_block_table = nullptr;       // [decode rows, decode_block_table_stride]
+  int32_t* prefill_row_ends = nullptr;         // [prefill tokens] exclusive key bound, token
+                                               // t at t - num_decode_tokens
+  int32_t* prefill_block_ends = nullptr;       // [prefill tokens] candidate blocks
+  int32_t* prefill_query_start_loc = nullptr;  // [packed words] each chunk's local offsets
+  int32_t* decode_schedule = nullptr;          // [4 * num_ctas] descriptors
+  int32_t decode_block_table_stride = 0;       // words per decode block-table row
+};
+
+// The int32 words each step buffer holds, from the geometry's maxima.
+struct StepBufferSizes {
+  int64_t context_lens = 0;
+  int64_t decode_rows = 0;          // decode_row_lens and decode_block_ends
+  int64_t decode_block_table = 0;   // decode_rows * max_blocks_per_seq
+  int64_t prefill_rows = 0;         // prefill_row_ends and prefill_block_ends
+  int64_t prefill_query_start_loc = 0;
+  int64_t decode_schedule = 0;
+  int64_t chunks = 0;               // PrefillPlans a step can launch
+};
+
+inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
+  StepBufferSizes s;
+  s.context_lens = g.config.max_num_seqs;
+  s.decode_rows = g.max_decode_rows;
+  s.decode_block_table = int64_t{g.max_decode_rows} * g.max_blocks_per_seq;
+  s.prefill_rows = g.config.max_num_batched_tokens;
+  // Every chunk has a row; a chunk of several requests is the group's only
+  // chunk, so the packed words are at most requests + 2 * chunks.
+  s.prefill_query_start_loc = int64_t{g.config.max_num_seqs} + 2 * int64_t{s.prefill_rows};
+  s.decode_schedule = g.schedule_words;
+  s.chunks = g.config.max_num_batched_tokens;
+  return s;
+}
+
+// Everything one launch needs, passed to the kernel by value.
+struct StepArgs {
+  StepInputs in{};
+  StepOutputs out{};
+  const PrefillPlan* chunks = nullptr;  // [num_chunks] the plan's chunks, where the kernel reads
+  int32_t num_chunks = 0;
+  int32_t num_query_start_loc_words = 0;
+  int32_t compress_ratio = 1;
+  int32_t candidate_block_size = 0;  // 0: no block ends
+  int32_t num_reqs = 0;
+  int32_t num_decodes = 0;
+  int32_t num_decode_rows = 0;  // decode tokens when the step has decodes, else 0
+  int32_t num_block_cols = 0;
+  int32_t num_decode_tokens = 0;
+  int32_t num_tokens = 0;
+  ScheduleShape schedule{};
+};
+static_assert(std::is_trivially_copyable_v<StepArgs>, "kernel arguments are copied bytewise");
+
+inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const StepInputs& in,
+                               const StepOutputs& out, const PrefillPlan* chunks) {
+  StepArgs a;
+  a.in = in;
+  a.out = out;
+  a.chunks = chunks;
+  a.num_chunks = static_cast<int32_t>(plan.prefill.size());
+  a.num_query_start_loc_words = plan.num_prefill_query_start_loc_words;
+  a.compress_ratio = g.config.compress_ratio;
+  a.candidate_block_size = g.config.candidate_block_size;
+  a.num_reqs = plan.num_reqs;
+  a.num_decodes = plan.num_decodes;
+  a.num_decode_rows = plan.decode.num_rows;
+  a.num_block_cols = plan.decode.num_block_cols;
+  a.num_decode_tokens = plan.num_decode_tokens;
+  a.num_tokens = plan.num_tokens;
+  a.schedule = plan.decode.schedule;
+  return a;
+}
+
+// The bodies: each a function of one index.
+
+// The request in [lo, hi) whose tokens hold token t: the last r with
+// qsl[r] <= t, so zero-length requests before it are skipped.
+IDXPLAN_HD int32_t find_request(const int32_t* qsl, int32_t lo, int32_t hi, int32_t t) {
+  while (hi - lo > 1) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (qsl[mid] <= t) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+IDXPLAN_HD int32_t context_len_at(const StepArgs& a, int32_t r) {
+  return a.in.seq_lens[r] / a.compress_ratio;
+}
+
+// The request decode row i belongs to, or -1 for a graph padding row.
+IDXPLAN_HD int32_t decode_row_request(const StepArgs& a, int32_t i) {
+  if (i >= a.in.query_start_loc[a.num_decodes]) return -1;
+  return find_request(a.in.query_start_loc, 0, a.num_decodes, i);
+}
+
+IDXPLAN_HD int32_t decode_row_len_at(const StepArgs& a, int32_t i) {
+  const int32_t r = decode_row_request(a, i);
+  if (r < 0) return 0;
+  const int32_t start = a.in.query_start_loc[r];
+  return decode_row_len(a.in.seq_lens[r], a.in.query_start_loc[r + 1] - start, i - start,
+                        a.compress_ratio);
+}
+
+// Row end of step token t, a prefill token; 0 for padding past the last request.
+IDXPLAN_HD int32_t prefill_row_end_at(const StepArgs& a, int32_t t) {
+  if (t >= a.in.query_start_loc[a.num_reqs]) return 0;
+  const int32_t r = find_request(a.in.query_start_loc, a.num_decodes, a.num_reqs, t);
+  const int32_t start = a.in.query_start_loc[r];
+  return prefill_row_end(a.in.seq_lens[r], a.in.query_start_loc[r + 1] - start, t - start,
+                         a.compress_ratio);
+}
+
+// Word w of prefill_query_start_loc: clamp(qsl[first + i], t0, t1) - t0 of
+// the chunk whose packed offsets hold it.
+IDXPLAN_HD int32_t prefill_query_start_loc_at(const StepArgs& a, int32_t w) {
+  int32_t lo = 0;
+  int32_t hi = a.num_chunks;
+  while (hi - lo > 1) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (a.chunks[mid].query_start_loc_offset <= w) lo = mid; else hi = mid;
+  }
+  const PrefillPlan& c = a.chunks[lo];
+  const int32_t loc = a.in.query_start_loc[c.first_request + (w - c.query_start_loc_offset)];
+  const int32_t clamped = loc < c.token_start ? c.token_start : (loc > c.token_end ? c.token_end : loc);
+  return clamped - c.token_start;
+}
+
+// KV tiles of schedule unit u, from the exact lengths.
+IDXPLAN_HD int32_t unit_tiles_at(const StepArgs& a, int32_t u) {
+  const ScheduleShape& s = a.schedule;
+  const int32_t seq = u / s.row_blocks;
+  const int32_t first_row = unit_first_row(s, u % s.row_blocks);
+  if (!s.native) {
+    const int32_t ctx = decode_row_len_at(a, seq);
+    return unit_tiles(s, ctx, ctx - s.rows_per_seq + first_row + s.block_m);
+  }
+  int32_t end = 0;
+  for (int32_t k = 0; k < s.block_m && first_row + k < s.rows_per_seq; ++k) {
+    const int32_t len = decode_row_len_at(a, seq * s.rows_per_seq + first_row + k);
+    end = len > end ? len : end;
+  }
+  return unit_tiles(s, context_len_at(a, seq), end);
+}
+
+namespace detail {
+
+IDXPLAN_HD void store_descriptor(int32_t* schedule, int32_t slot, const Descriptor& d) {
+  int32_t* w = schedule + int64_t{slot} * kDescriptorWords;
+  w[0] = d.seq;
+  w[1] = d.blk;
+  w[2] = d.slice;
+  w[3] = d.slices;
+}
+
+}  // namespace detail
+
+// The CPU reference: every buffer the kernel writes, written in order on the
+// host. `a`'s pointers are host memory.
+inline void fill_step_buffers(const StepArgs& a) {
+  for (int32_t r = 0; r < a.num_reqs; ++r) a.out.context_lens[r] = context_len_at(a, r);
+
+  for (int32_t i = 0; i < a.num_decode_rows; ++i) {
+    const int32_t len = decode_row_len_at(a, i);
+    a.out.decode_row_lens[i] = len;
+    if (a.candidate_block_size > 0) a.out.decode_block_ends[i] = block_end(len, a.candidate_block_size);
+    const int32_t r = decode_row_request(a, i);
+    int32_t* row = a.out.decode_block_table + int64_t{i} * a.out.decode_block_table_stride;
+    const int32_t* src = a.in.block_table + int64_t{r} * a.in.block_table_stride;
+    for (int32_t col = 0; col < a.num_block_cols; ++col) row[col] = r < 0 ? 0 : src[col];
+  }
+
+  for (int32_t t = a.num_decode_tokens; t < a.num_tokens; ++t) {
+    const int32_t end = prefill_row_end_at(a, t);
+    a.out.prefill_row_ends[t - a.num_decode_tokens] = end;
+    if (a.candidate_block_size > 0) {
+      a.out.prefill_block_ends[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+    }
+  }
+
+  for (int32_t w = 0; w < a.num_query_start_loc_words; ++w) {
+    a.out.prefill_query_start_loc[w] = prefill_query_start_loc_at(a, w);
+  }
+
+  const ScheduleShape& s = a.schedule;
+  if (!s.present()) return;
+  int64_t total = 0;
+  int32_t live = 0;
+  int32_t max_unit_tiles = 0;
+  for (int32_t u = 0; u < s.work; ++u) {
+    const int32_t tiles = unit_tiles_at(a, u);
+    total += tiles;
+    live += tiles > 0 ? 1 : 0;
+    max_unit_tiles = tiles > max_unit_tiles ? tiles : max_unit_tiles;
+  }
+  const int32_t per_slice = tiles_per_slice(s, total, live, max_unit_tiles);
+  int32_t slot = 0;
+  for (int32_t u = 0; u < s.work && slot < s.num_ctas; ++u) {
+    const int32_t slices = unit_slices(unit_tiles_at(a, u), per_slice);
+    for (int32_t i = 0; i < slices && slot < s.num_ctas; ++i, ++slot) {
+      detail::store_descriptor(a.out.decode_schedule, slot, unit_descriptor(s, u, i, slices));
+    }
+  }
+  for (; slot < s.num_ctas; ++slot) detail::store_descriptor(a.out.decode_schedule, slot, Descriptor{});
+}
+
+}  // namespace idxplan

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// Decode rows (DESIGN.md 5.2) and whether they run as next_n-row sequences
+// (5.3).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "idxplan/host_device.hpp"
+#include "idxplan/plan/span.hpp"
+#include "idxplan/plan/types.hpp"
+
+namespace idxplan {
+
+// Compressed context of decode row j of a request with (exact) seq length L
+// and query length q: the row sees the tokens up to and including its own.
+IDXPLAN_HD int32_t decode_row_len(int32_t seq_len, int32_t query_len, int32_t row,
+                                  int32_t compress_ratio) {
+  const int32_t tokens = seq_len - query_len + row + 1;
+  return tokens > 0 ? tokens / compress_ratio : 0;
+}
+
+// The decode rows as next_n-row sequences, or flattened (next_n == 0) when a
+// request has other than next_n rows. `query_start_loc` covers at least the
+// num_decodes + 1 decode offsets; `num_rows` is the decode tokens, graph
+// padding included. Trailing requests with no rows are cudagraph padding and
+// keep their next_n rows with no context. Only the step's shape decides, so a
+// graph captured on a uniform batch replays the same launch on a padded one.
+template <class Qsl>
+constexpr NativeDecode native_decode(const Qsl& query_start_loc, int32_t num_decodes,
+                                     int32_t num_rows, int32_t next_n) {
+  if (next_n <= 1 || int64_t{num_rows} != int64_t{num_decodes} * next_n) return {};
+  int32_t r = 0;
+  while (r < num_decodes && detail::at(query_start_loc, static_cast<std::size_t>(r) + 1) -
+                                    detail::at(query_start_loc, static_cast<std::size_t>(r)) ==
+                                next_n) {
+    ++r;
+  }
+  // Everything after the full requests must be empty padding.
+  if (detail::at(query_start_loc, static_cast<std::size_t>(num_decodes)) !=
+      detail::at(query_start_loc, static_cast<std::size_t>(r))) {
+    return {};
+  }
+  return NativeDecode{next_n, num_decodes};
+}
+
+}  // namespace idxplan

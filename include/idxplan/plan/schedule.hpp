@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// The decode schedule: its shape, which the host decides from the step's
+// shape alone (DESIGN.md 5.4), and the per-unit rules the device applies to
+// the step's lengths to write the descriptors (section 6), which aiter's
+// kernel reads unchanged.
+
+#include <algorithm>
+#include <cstdint>
+
+#include "idxplan/config.hpp"
+#include "idxplan/host_device.hpp"
+#include "idxplan/plan/types.hpp"
+
+namespace idxplan {
+
+namespace detail {
+
+IDXPLAN_HD int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace detail
+
+// The schedule for `num_seqs` sequences of `rows_per_seq` rows, or none
+// (num_ctas == 0) when there are too few sequences to pay for one or more
+// units than workgroups.
+inline ScheduleShape schedule_shape(const Geometry& geometry, int32_t num_seqs,
+                                    int32_t rows_per_seq, bool native) {
+  const LaunchConfig launch = geometry.launch(rows_per_seq);
+  const int64_t work = int64_t{num_seqs} * launch.row_blocks;
+  if (num_seqs < 4 || work > launch.target_wgs) return {};
+
+  const int64_t target = launch.target_wgs;
+  const int64_t block_kv = geometry.cache.block_kv;
+  const int64_t n_tiles = std::max<int64_t>(1, detail::ceil_div(geometry.logits_width, block_kv));
+  int64_t cap = launch.max_tiles_per_split;
+  // Tiles a slice walks when every slot beyond one per unit shares the work.
+  const int64_t plain =
+      std::max<int64_t>(1, detail::ceil_div(n_tiles * work, std::max<int64_t>(target - work, 1)));
+  if (plain < 4 * cap) cap = plain;
+  const int64_t per_unit = detail::ceil_div(n_tiles, cap);
+  const int64_t num_ctas =
+      std::max(target, std::min<int64_t>(work * per_unit, kMaxScheduleSlots));
+  const int64_t max_tiles = std::max(
+      cap, detail::ceil_div(n_tiles * work, std::max<int64_t>(num_ctas - work, 1)));
+
+  ScheduleShape shape;
+  shape.num_seqs = num_seqs;
+  shape.rows_per_seq = rows_per_seq;
+  shape.block_m = launch.block_m;
+  shape.row_blocks = launch.row_blocks;
+  shape.work = static_cast<int32_t>(work);
+  shape.block_kv = static_cast<int32_t>(block_kv);
+  shape.num_ctas = static_cast<int32_t>(num_ctas);
+  shape.max_tiles = static_cast<int32_t>(max_tiles);
+  shape.native = native;
+  return shape;
+}
+
+// First row of row block `blk` of a sequence: the last block is pulled back
+// so it holds block_m real rows.
+IDXPLAN_HD int32_t unit_first_row(const ScheduleShape& s, int32_t blk) {
+  if (s.block_m == 1) return blk;
+  const int32_t first = blk * s.block_m;
+  const int32_t pulled = first < s.rows_per_seq - s.block_m ? first : s.rows_per_seq - s.block_m;
+  return pulled > 0 ? pulled : 0;
+}
+
+// KV tiles unit walks for a context `ctx` whose rows end by `end`: none for
+// an empty context, else at least one.
+IDXPLAN_HD int32_t unit_tiles(const ScheduleShape& s, int32_t ctx, int32_t end) {
+  if (ctx <= 0) return 0;
+  const int32_t keys = ctx < end ? ctx : end;
+  const int32_t tiles = static_cast<int32_t>(detail::ceil_div(keys > 0 ? keys : 0, s.block_kv));
+  return tiles > 1 ? tiles : 1;
+}
+
+// Tiles per slice, from the step's unit tiles: `total` of them over `live`
+// units with any, the largest unit holding `max_unit_tiles`. Spreads the
+// tiles over the slots a unit does not already own, within max_tiles, unless
+// the largest unit would then need more than four slots per spare share.
+IDXPLAN_HD int32_t tiles_per_slice(const ScheduleShape& s, int64_t total, int32_t live,
+                                   int32_t max_unit_tiles) {
+  const int64_t spare = s.num_ctas - live;
+  int64_t per_slice = detail::ceil_div(total, spare > 1 ? spare : 1);
+  per_slice = per_slice > 1 ? per_slice : 1;
+  per_slice = per_slice < s.max_tiles ? per_slice : s.max_tiles;
+  int64_t share = spare / (live > 1 ? live : 1);
+  share = share > 1 ? share : 1;
+  const int64_t floor = detail::ceil_div(max_unit_tiles, share * 4);
+  return static_cast<int32_t>(per_slice > floor ? per_slice : floor);
+}
+
+IDXPLAN_HD int32_t unit_slices(int32_t tiles, int32_t per_slice) {
+  return static_cast<int32_t>(detail::ceil_div(tiles, per_slice));
+}
+
+// One descriptor: the slice of a unit a slot walks. All-zero words are an
+// idle slot (a walk that reads slices <= index does nothing).
+struct Descriptor {
+  int32_t seq = 0;     // sequence of the unit
+  int32_t blk = 0;     // row block of the unit
+  int32_t slice = 0;   // this slot's slice of the unit
+  int32_t slices = 0;  // slices of the unit
+
+  constexpr auto tie() const { return std::tie(seq, blk, slice, slices); }
+};
+static_assert(sizeof(Descriptor) == kDescriptorWords * sizeof(int32_t), "4 int32 words");
+
+IDXPLAN_HD Descriptor unit_descriptor(const ScheduleShape& s, int32_t unit, int32_t slice,
+                                      int32_t slices) {
+  return Descriptor{unit / s.row_blocks, unit % s.row_blocks, slice, slices};
+}
+
+}  // namespace idxplan

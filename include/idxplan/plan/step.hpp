@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// plan_step(): one engine step on the host, every rule of DESIGN.md section 5
+// in order, from the engine's host copies of query_start_loc and the seq
+// length upper bounds.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "idxplan/config.hpp"
+#include "idxplan/error.hpp"
+#include "idxplan/plan/buffers.hpp"
+#include "idxplan/plan/decode.hpp"
+#include "idxplan/plan/gather.hpp"
+#include "idxplan/plan/prefill.hpp"
+#include "idxplan/plan/schedule.hpp"
+#include "idxplan/plan/span.hpp"
+#include "idxplan/plan/split.hpp"
+#include "idxplan/plan/types.hpp"
+
+namespace idxplan {
+
+// The num_tokens that means "query_start_loc's last entry": no graph padding.
+inline constexpr int64_t kUnpaddedTokens = -1;
+
+// Grows a plan's arrays to the most any step of this geometry needs, so that
+// planning into it never allocates.
+inline void reserve(StepPlan& plan, const Geometry& g) {
+  const auto sizes = step_buffer_sizes(g);
+  plan.splits.reserve(static_cast<std::size_t>(sizes.chunks));
+  plan.prefill.reserve(static_cast<std::size_t>(sizes.chunks));
+  plan.pieces.reserve(static_cast<std::size_t>(sizes.chunks + g.config.max_num_seqs));
+  plan.gather_launches.reserve(static_cast<std::size_t>(sizes.chunks));
+}
+
+// Checks a step's host inputs and returns the token count (num_tokens, or the
+// last query_start_loc when it is kUnpaddedTokens). Throws StepError naming
+// the request and values.
+template <class Qsl, class SeqLens>
+int32_t check_step(const Geometry& g, const Qsl& query_start_loc,
+                   const SeqLens& seq_lens_upper_bound, int64_t num_tokens) {
+  const std::size_t num_reqs = seq_lens_upper_bound.size();
+  if (query_start_loc.size() != num_reqs + 1) {
+    throw StepError(fmt::format("query_start_loc has {} entries for {} requests; it needs {}",
+                                query_start_loc.size(), num_reqs, num_reqs + 1));
+  }
+  if (num_reqs > static_cast<std::size_t>(g.config.max_num_seqs)) {
+    throw StepError(fmt::format("the step has {} requests, past max_num_seqs={}", num_reqs,
+                                g.config.max_num_seqs));
+  }
+  if (detail::at(query_start_loc, 0) != 0) {
+    throw StepError(fmt::format("query_start_loc[0] is {}, not 0", detail::at(query_start_loc, 0)));
+  }
+  for (std::size_t r = 0; r < num_reqs; ++r) {
+    const int64_t lo = detail::at(query_start_loc, r);
+    const int64_t hi = detail::at(query_start_loc, r + 1);
+    const int64_t len = detail::at(seq_lens_upper_bound, r);
+    if (hi < lo) {
+      throw StepError(fmt::format(
+          "query_start_loc decreases at request {}: query_start_loc[{}]={} > query_start_loc[{}]={}",
+          r, r, lo, r + 1, hi));
+    }
+    if (len < hi - lo) {
+      throw StepError(fmt::format("request {} has seq length {} below its query length {}", r,
+                                  len, hi - lo));
+    }
+    if (len > g.config.max_model_len) {
+      throw StepError(fmt::format("request {} has seq length {}, past max_model_len={}", r, len,
+                                  g.config.max_model_len));
+    }
+  }
+  const int64_t last = detail::at(query_start_loc, num_reqs);
+  const int64_t tokens = num_tokens == kUnpaddedTokens ? last : num_tokens;
+  if (tokens < last) {
+    throw StepError(fmt::format("num_tokens={} is below query_start_loc[{}]={}", tokens,
+                                num_reqs, last));
+  }
+  if (tokens > g.config.max_num_batched_tokens) {
+    throw StepError(fmt::format("the step has {} tokens, past max_num_batched_tokens={}", tokens,
+                                g.config.max_num_batched_tokens));
+  }
+  return static_cast<int32_t>(tokens);
+}
+
+// Plans one step into `plan`, reusing its arrays. `query_start_loc` has
+// num_reqs + 1 entries and `seq_lens_upper_bound` num_reqs (any ranges of
+// integers); `num_tokens` counts graph padding past query_start_loc's end.
+template <class Qsl, class SeqLens>
+void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq_lens_upper_bound,
+               int64_t num_tokens, StepPlan& plan) {
+  const int32_t tokens = check_step(g, query_start_loc, seq_lens_upper_bound, num_tokens);
+  const int32_t num_reqs = static_cast<int32_t>(seq_lens_upper_bound.size());
+  const int32_t ratio = g.config.compress_ratio;
+
+  plan.num_reqs = num_reqs;
+  plan.num_tokens = tokens;
+  plan.decode = DecodePlan{};
+  plan.num_prefill_query_start_loc_words = 0;
+  plan.splits.clear();
+  plan.prefill.clear();
+  plan.pieces.clear();
+  plan.gather_launches.clear();
+  int64_t max_seq_len = 0;
+  for (std::size_t r = 0; r < seq_lens_upper_bound.size(); ++r) {
+    max_seq_len = std::max(max_seq_len, detail::at(seq_lens_upper_bound, r));
+  }
+  plan.max_seq_len = static_cast<int32_t>(max_seq_len);
+
+  // 5.1: decodes and prefills.
+  const BatchSplit split = split_decodes_and_prefills(query_start_loc, tokens, g.decode_threshold);
+  plan.num_decodes = split.num_decodes;
+  plan.num_decode_tokens = split.num_decode_tokens;
+  plan.num_prefills = split.num_prefills;
+  plan.num_prefill_tokens = split.num_prefill_tokens;
+
+  if (split.num_decodes > 0) {
+    // 5.2: one row per decode token.
+    DecodePlan& d = plan.decode;
+    d.num_rows = split.num_decode_tokens;
+    if (d.num_rows > g.max_decode_rows) {
+      throw StepError(fmt::format(
+          "the step's {} decodes have {} rows, past the {} the decode buffers hold "
+          "(max_num_seqs x (num_speculative_tokens + 1), at most max_num_batched_tokens)",
+          split.num_decodes, d.num_rows, g.max_decode_rows));
+    }
+    d.num_real_rows =
+        static_cast<int32_t>(detail::at(query_start_loc, static_cast<std::size_t>(split.num_decodes)));
+    int64_t longest = 0;
+    for (int32_t r = 0; r < split.num_decodes; ++r) {
+      longest = std::max(longest, detail::at(seq_lens_upper_bound, static_cast<std::size_t>(r)));
+    }
+    d.num_block_cols = static_cast<int32_t>(
+        std::min<int64_t>(g.max_blocks_per_seq, detail::ceil_div(longest, g.config.block_size)));
+    d.use_gather = g.decode_gathers(max_seq_len / ratio);
+    // 5.3 and 5.4: native sequences, and the schedule's shape.
+    d.native = native_decode(query_start_loc, split.num_decodes, d.num_rows, g.native_next_n);
+    d.schedule = d.native.present()
+                     ? schedule_shape(g, d.native.num_seqs, d.native.next_n, true)
+                     : schedule_shape(g, d.num_rows, 1, false);
+  }
+
+  if (split.num_prefills > 0) {
+    // 5.5 to 5.7: the split, its chunks and their plans.
+    const auto first = static_cast<std::size_t>(split.num_decodes);
+    const auto contexts = detail::index_view(
+        static_cast<std::size_t>(split.num_prefills),
+        [&](std::size_t i) { return detail::at(seq_lens_upper_bound, first + i) / ratio; });
+    const auto query_lens = detail::index_view(
+        static_cast<std::size_t>(split.num_prefills), [&](std::size_t i) {
+          return detail::at(query_start_loc, first + i + 1) - detail::at(query_start_loc, first + i);
+        });
+    split_prefill_chunks(contexts, query_lens, g.max_logits_bytes, split.num_decodes, plan.splits);
+    plan.num_prefill_query_start_loc_words = plan_prefill_chunks(
+        plan.splits, query_start_loc, seq_lens_upper_bound, g, plan.prefill, plan.pieces);
+    // 5.8: the candidate consumers' launches.
+    if (g.num_candidate_cols > 0) {
+      plan_gather_launches(plan.prefill, plan.pieces, g.gather_rows, plan.gather_launches);
+    }
+  }
+}
+
+// The same, returning a fresh plan (allocates; engines reuse one plan).
+template <class Qsl, class SeqLens>
+StepPlan plan_step(const Geometry& g, const Qsl& query_start_loc,
+                   const SeqLens& seq_lens_upper_bound, int64_t num_tokens = kUnpaddedTokens) {
+  StepPlan plan;
+  plan_step(g, query_start_loc, seq_lens_upper_bound, num_tokens, plan);
+  return plan;
+}
+
+}  // namespace idxplan

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// The plan structs: plain data holding sizes, flags and offsets into the
+// step buffers, never pointers, so a plan can be copied, compared, printed
+// and replayed. Token and row numbers are int32 (a step's tokens fit).
+
+#include <cstdint>
+#include <ostream>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace idxplan {
+
+// One (request slice, query slice) of the prefill split, as the reference's
+// split_prefill_chunks returns it.
+struct ChunkSplit {
+  int32_t request_begin = 0;  // step index of the group's first request
+  int32_t request_end = 0;    // step index one past its last request
+  int32_t query_begin = 0;    // first row of the slice, from the group's first token
+  int32_t query_end = 0;      // one past the slice's last row
+
+  constexpr auto tie() const { return std::tie(request_begin, request_end, query_begin, query_end); }
+};
+
+// Rows of one request inside a prefill chunk.
+struct RequestRows {
+  int32_t first_row = 0;  // first row, counted from the chunk's token_start
+  int32_t end_row = 0;    // one past the last row, same origin
+  int32_t request = 0;    // the request, counted from the chunk's first_request
+
+  constexpr auto tie() const { return std::tie(first_row, end_row, request); }
+};
+
+// One dense prefill launch: a chunk and how the kernel runs it.
+struct PrefillPlan {
+  int32_t token_start = 0;    // first step token of the chunk
+  int32_t token_end = 0;      // one past its last step token
+  int32_t first_request = 0;  // step index of the chunk's first request
+  int32_t num_reqs = 0;       // requests the chunk's block table rows cover
+  int32_t width = 0;          // logits columns: max host seq len of the chunk / C
+  int32_t first_piece = 0;    // the chunk's RequestRows in StepPlan::pieces ...
+  int32_t num_pieces = 0;     // ... [first_piece, first_piece + num_pieces)
+  int32_t query_start_loc_offset = 0;  // word of prefill_query_start_loc where the
+                                       // chunk's [num_reqs + 1] packed offsets start
+  bool use_gather = false;    // the candidate consumers gather for this chunk
+
+  constexpr auto tie() const {
+    return std::tie(token_start, token_end, first_request, num_reqs, width, first_piece, num_pieces,
+                    query_start_loc_offset, use_gather);
+  }
+};
+
+// Query rows [token_start, token_end) of one request that the candidate
+// consumers score against the pool in one launch; its row ends are the
+// step-wide prefill row ends of those tokens.
+struct GatherLaunch {
+  int32_t token_start = 0;  // first step token
+  int32_t token_end = 0;    // one past the last step token
+  int32_t request = 0;      // step index of the request
+
+  constexpr auto tie() const { return std::tie(token_start, token_end, request); }
+};
+
+// The decode rows as next_n-row sequences; next_n == 0 means flattened.
+struct NativeDecode {
+  int32_t next_n = 0;    // rows per sequence
+  int32_t num_seqs = 0;  // sequences: the step's decode requests
+
+  constexpr bool present() const { return next_n > 0; }
+  constexpr auto tie() const { return std::tie(next_n, num_seqs); }
+};
+
+// The decode schedule's shape, decided on the host; num_ctas == 0 means the
+// step has no schedule. The descriptors themselves are built on the device.
+struct ScheduleShape {
+  int32_t num_seqs = 0;      // sequences B
+  int32_t rows_per_seq = 0;  // rows n of each sequence
+  int32_t block_m = 0;       // rows a workgroup scores together
+  int32_t row_blocks = 0;    // ceil(n / block_m)
+  int32_t work = 0;          // units: B * row_blocks
+  int32_t block_kv = 0;      // compressed entries per KV tile
+  int32_t num_ctas = 0;      // slots (descriptors) of the schedule
+  int32_t max_tiles = 0;     // KV tiles one slice walks at most
+  bool native = false;       // units are native sequences, not flattened rows
+
+  constexpr bool present() const { return num_ctas > 0; }
+  constexpr auto tie() const {
+    return std::tie(num_seqs, rows_per_seq, block_m, row_blocks, work, block_kv, num_ctas,
+                    max_tiles, native);
+  }
+};
+
+// Everything about the step's decode rows.
+struct DecodePlan {
+  int32_t num_rows = 0;        // flattened rows: decode tokens, graph padding included
+  int32_t num_real_rows = 0;   // rows of real tokens: qsl[num_decodes]; the rest are 0
+  int32_t num_block_cols = 0;  // block-table columns copied per row: the pages of the
+                               // longest decode upper bound (no row reads past them)
+  bool use_gather = false;     // the candidate consumers gather for the decode rows
+  NativeDecode native{};
+  ScheduleShape schedule{};
+
+  constexpr auto tie() const {
+    return std::tie(num_rows, num_real_rows, num_block_cols, use_gather, native, schedule);
+  }
+};
+
+namespace detail {
+
+template <class T, class = void>
+struct is_plan_struct : std::false_type {};
+template <class T>
+struct is_plan_struct<T, std::void_t<decltype(std::declval<const T&>().tie())>>
+    : std::true_type {};
+
+}  // namespace detail
+
+// Field-wise equality for every plan struct (C++17 has no defaulted ==).
+template <class T, std::enable_if_t<detail::is_plan_struct<T>::value, int> = 0>
+constexpr bool operator==(const T& a, const T& b) {
+  return a.tie() == b.tie();
+}
+template <class T, std::enable_if_t<detail::is_plan_struct<T>::value, int> = 0>
+constexpr bool operator!=(const T& a, const T& b) {
+  return !(a == b);
+}
+
+#define IDXPLAN_CHECK_POD(T)                                                 \
+  static_assert(std::is_trivially_copyable_v<T> && std::is_standard_layout_v<T> && \
+                    std::is_aggregate_v<T>,                                  \
+                #T " must stay plain data")
+IDXPLAN_CHECK_POD(ChunkSplit);
+IDXPLAN_CHECK_POD(RequestRows);
+IDXPLAN_CHECK_POD(PrefillPlan);
+IDXPLAN_CHECK_POD(GatherLaunch);
+IDXPLAN_CHECK_POD(NativeDecode);
+IDXPLAN_CHECK_POD(ScheduleShape);
+IDXPLAN_CHECK_POD(DecodePlan);
+#undef IDXPLAN_CHECK_POD
+
+// A whole step's plan. The scalars say what the step is; the arrays are of
+// plain structs whose offsets point into each other and into the step
+// buffers. Planning into a StepPlan that is reused does not allocate once its
+// arrays have grown to the step's size (reserve() grows them to the maxima).
+struct StepPlan {
+  int32_t num_reqs = 0;
+  int32_t num_tokens = 0;  // step tokens, graph padding included
+  int32_t num_decodes = 0;
+  int32_t num_decode_tokens = 0;
+  int32_t num_prefills = 0;
+  int32_t num_prefill_tokens = 0;
+  int32_t max_seq_len = 0;  // max host upper bound over the step's requests
+  int32_t num_prefill_query_start_loc_words = 0;  // words of prefill_query_start_loc used
+  DecodePlan decode{};
+  std::vector<ChunkSplit> splits;            // the prefill split, zero-context chunks included
+  std::vector<PrefillPlan> prefill;          // the chunks launched, in token order
+  std::vector<RequestRows> pieces;           // every chunk's requests, chunk after chunk
+  std::vector<GatherLaunch> gather_launches; // the candidate consumers' prefill launches
+
+  bool has_decode() const { return num_decodes > 0; }
+  bool has_prefill() const { return num_prefills > 0; }
+  // The chunk's requests with rows, as the reference's plan.requests.
+  const RequestRows* pieces_of(const PrefillPlan& p) const { return pieces.data() + p.first_piece; }
+
+  auto tie() const {
+    return std::tie(num_reqs, num_tokens, num_decodes, num_decode_tokens, num_prefills,
+                    num_prefill_tokens, max_seq_len, num_prefill_query_start_loc_words, decode,
+                    splits, prefill, pieces, gather_launches);
+  }
+};
+
+}  // namespace idxplan
+
+// fmt formatters, so a failing test or a log line shows the fields by name.
+namespace idxplan::detail {
+
+struct PlanFormatterBase {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
+};
+
+}  // namespace idxplan::detail
+
+template <>
+struct fmt::formatter<idxplan::ChunkSplit> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::ChunkSplit& s, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "ChunkSplit{{requests=[{}, {}), rows=[{}, {})}}",
+                          s.request_begin, s.request_end, s.query_begin, s.query_end);
+  }
+};
+
+template <>
+struct fmt::formatter<idxplan::RequestRows> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::RequestRows& r, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "({}, {}, {})", r.first_row, r.end_row, r.request);
+  }
+};
+
+template <>
+struct fmt::formatter<idxplan::PrefillPlan> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::PrefillPlan& p, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(),
+                          "PrefillPlan{{tokens=[{}, {}), first_request={}, num_reqs={}, width={}, "
+                          "pieces=[{}, +{}), qsl_offset={}, use_gather={}}}",
+                          p.token_start, p.token_end, p.first_request, p.num_reqs, p.width,
+                          p.first_piece, p.num_pieces, p.query_start_loc_offset, p.use_gather);
+  }
+};
+
+template <>
+struct fmt::formatter<idxplan::GatherLaunch> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::GatherLaunch& g, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "GatherLaunch{{tokens=[{}, {}), request={}}}", g.token_start,
+                          g.token_end, g.request);
+  }
+};
+
+template <>
+struct fmt::formatter<idxplan::NativeDecode> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::NativeDecode& n, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "NativeDecode{{next_n={}, num_seqs={}}}", n.next_n,
+                          n.num_seqs);
+  }
+};
+
+template <>
+struct fmt::formatter<idxplan::ScheduleShape> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::ScheduleShape& s, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(),
+                          "ScheduleShape{{num_seqs={}, rows_per_seq={}, block_m={}, row_blocks={}, "
+                          "work={}, block_kv={}, num_ctas={}, max_tiles={}, native={}}}",
+                          s.num_seqs, s.rows_per_seq, s.block_m, s.row_blocks, s.work, s.block_kv,
+                          s.num_ctas, s.max_tiles, s.native);
+  }
+};
+
+template <>
+struct fmt::formatter<idxplan::DecodePlan> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::DecodePlan& d, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(),
+                          "DecodePlan{{num_rows={}, num_real_rows={}, num_block_cols={}, "
+                          "use_gather={}, native={}, schedule={}}}",
+                          d.num_rows, d.num_real_rows, d.num_block_cols, d.use_gather, d.native,
+                          d.schedule);
+  }
+};
+
+namespace idxplan {
+
+// GoogleTest and iostreams print plan structs through their formatters.
+template <class T, std::enable_if_t<detail::is_plan_struct<T>::value &&
+                                        std::is_trivially_copyable_v<T>, int> = 0>
+std::ostream& operator<<(std::ostream& os, const T& value) {
+  return os << fmt::format("{}", value);
+}
+
+}  // namespace idxplan

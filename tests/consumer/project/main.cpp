@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+// Plans the design's example step and checks what an engine would read.
+#include <cstdio>
+#include <vector>
+
+#include <idxplan/idxplan.hpp>
+
+int main() {
+  idxplan::IndexerConfig config;
+  config.num_speculative_tokens = 1;
+  config.max_model_len = 1048576;
+  config.candidate_block_size = 8;
+  config.candidate_topk_blocks = 2048;
+  config.sparse_logits = true;
+  config.num_compute_units = 256;
+  const idxplan::Geometry geometry = idxplan::make_geometry(config);
+  const std::vector<int> qsl{0, 2, 4, 8196};
+  const std::vector<int> seq_lens{9000, 120000, 300000};
+  const idxplan::StepPlan plan = idxplan::plan_step(geometry, qsl, seq_lens);
+  const bool ok = plan.num_decodes == 2 && plan.decode.native.next_n == 2 &&
+                  plan.prefill.size() == 5 && plan.gather_launches.size() == 1;
+  std::printf("consumer: %s\n", ok ? "plan as expected" : "unexpected plan");
+  return ok ? 0 : 1;
+}

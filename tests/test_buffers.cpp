@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#include "idxplan/plan/buffers.hpp"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "idxplan/plan/step.hpp"
+#include "test_support.hpp"
+
+namespace idxplan {
+namespace {
+
+using test::HostBuffers;
+using Words = std::vector<int32_t>;
+
+// A one-CU GPU with 4096-token contexts: schedules small enough to work by hand.
+IndexerConfig small_config() {
+  IndexerConfig c = test::deepseek_config();
+  c.max_model_len = 4096;  // 1024 columns: 32 tiles of 32
+  c.num_compute_units = 1;  // 8 workgroups for 2-row sequences, 12 for 1-row
+  c.max_num_seqs = 16;
+  c.max_num_batched_tokens = 64;
+  c.sparse_logits = false;
+  return c;
+}
+
+Words slice(const Words& w, std::size_t n) { return Words(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n)); }
+
+TEST(FindRequest, SkipsEmptyRequestsBeforeTheToken) {
+  const Words qsl{0, 2, 2, 2, 5};
+  EXPECT_EQ(find_request(qsl.data(), 0, 4, 0), 0);
+  EXPECT_EQ(find_request(qsl.data(), 0, 4, 1), 0);
+  EXPECT_EQ(find_request(qsl.data(), 0, 4, 2), 3);
+  EXPECT_EQ(find_request(qsl.data(), 0, 4, 4), 3);
+}
+
+TEST(FillStepBuffers, WritesANativeStepAndItsSchedule) {
+  const Geometry g = make_geometry(small_config());
+  const Words qsl{0, 2, 4, 6, 8};
+  const Words lens{400, 130, 4, 2};
+  const StepPlan plan = plan_step(g, qsl, lens);
+  ASSERT_TRUE(plan.decode.native.present());
+  const ScheduleShape& s = plan.decode.schedule;
+  ASSERT_TRUE(s.present());
+  EXPECT_EQ(s.num_ctas, 8);
+  EXPECT_EQ(s.max_tiles, 32);
+
+  const int32_t stride = 8;
+  Words table(4 * stride);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = 1000 + static_cast<int32_t>(i);
+  HostBuffers out(g);
+  test::fill_reference(g, plan, qsl, lens, table, stride, out);
+
+  EXPECT_EQ(slice(out.context_lens, 4), (Words{100, 32, 1, 0}));
+  // Row j of request r sees (L - 2 + j + 1) / 4 keys.
+  EXPECT_EQ(slice(out.decode_row_lens, 8), (Words{99, 100, 32, 32, 0, 1, 0, 0}));
+  // The rows read up to 4 pages of 32 entries (400 tokens / 128).
+  EXPECT_EQ(plan.decode.num_block_cols, 4);
+  EXPECT_EQ(slice(out.decode_block_table, 4), (Words{1000, 1001, 1002, 1003}));
+  EXPECT_EQ(out.decode_block_table[static_cast<std::size_t>(g.max_blocks_per_seq) * 3 + 1], 1009);
+  // Tiles per unit: 4, 1, 1, 0 -> 6 over 5 spare slots: 2 a slice.
+  EXPECT_EQ(slice(out.decode_schedule, 32), (Words{0, 0, 0, 2, 0, 0, 1, 2, 1, 0, 0, 1, 2, 0, 0, 1,
+                                                   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  // Past num_ctas nothing is written.
+  EXPECT_EQ(out.decode_schedule[32], -7);
+}
+
+TEST(FillStepBuffers, ZerosThePaddingRows) {
+  const Geometry g = make_geometry(small_config());
+  const Words qsl{0, 2, 3};
+  const Words lens{40, 41};
+  const StepPlan plan = plan_step(g, qsl, lens, 6);
+  ASSERT_EQ(plan.decode.num_rows, 6);
+  ASSERT_EQ(plan.decode.num_real_rows, 3);
+  const Words table{7, 8};
+  HostBuffers out(g);
+  test::fill_reference(g, plan, qsl, lens, table, 1, out);
+  EXPECT_EQ(slice(out.decode_row_lens, 7), (Words{9, 10, 10, 0, 0, 0, -7}));
+  EXPECT_EQ(out.decode_block_table[0], 7);
+  EXPECT_EQ(out.decode_block_table[static_cast<std::size_t>(g.max_blocks_per_seq) * 2], 8);
+  EXPECT_EQ(out.decode_block_table[static_cast<std::size_t>(g.max_blocks_per_seq) * 5], 0);
+}
+
+TEST(FillStepBuffers, WritesPrefillRowEndsAndPackedOffsets) {
+  IndexerConfig c = small_config();
+  c.max_logits_mb = 1;
+  c.sparse_logits = true;
+  c.candidate_topk_blocks = 4;
+  const Geometry g = make_geometry(c);
+  // One decode, then prefills of 3 and 2 rows.
+  const Words qsl{0, 1, 4, 6};
+  const Words lens{9, 11, 2};
+  const StepPlan plan = plan_step(g, qsl, lens, 8);
+  ASSERT_EQ(plan.num_decode_tokens, 1);
+  ASSERT_EQ(plan.num_prefill_tokens, 7);
+  ASSERT_EQ(plan.prefill.size(), 1u);
+  HostBuffers out(g);
+  test::fill_reference(g, plan, qsl, lens, Words{1, 2, 3}, 1, out);
+  // Request 1: L 11, q 3 -> (9 + j) / 4; request 2: L 2, q 2 -> (1 + j) / 4;
+  // tokens 6 and 7 are padding.
+  EXPECT_EQ(slice(out.prefill_row_ends, 8), (Words{2, 2, 2, 0, 0, 0, 0, -7}));
+  EXPECT_EQ(slice(out.prefill_block_ends, 5), (Words{1, 1, 1, 0, 0}));
+  EXPECT_EQ(slice(out.prefill_query_start_loc, 4), (Words{0, 3, 5, -7}));
+  EXPECT_EQ(slice(out.decode_block_ends, 2), (Words{1, -7}));
+}
+
+TEST(FillStepBuffers, AnAllZeroStepHasOnlyEmptyDescriptors) {
+  // Graph capture runs steps with every compressed length 0.
+  const Geometry g = make_geometry(small_config());
+  const Words qsl{0, 2, 4, 6, 8, 10};
+  const Words lens{2, 2, 2, 2, 2};
+  const StepPlan plan = plan_step(g, qsl, lens);
+  ASSERT_TRUE(plan.decode.schedule.present());
+  HostBuffers out(g);
+  test::fill_reference(g, plan, qsl, lens, Words(5, 3), 1, out);
+  const auto words = static_cast<std::size_t>(4 * plan.decode.schedule.num_ctas);
+  EXPECT_EQ(slice(out.decode_schedule, words), Words(words, 0));
+  EXPECT_EQ(slice(out.decode_row_lens, 10), Words(10, 0));
+}
+
+}  // namespace
+}  // namespace idxplan

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#include "idxplan/plan/decode.hpp"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace idxplan {
+namespace {
+
+TEST(DecodeRowLen, SeesTheTokensUpToItsOwn) {
+  // L = 400, q = 2, C = 4: row 0 sees 399 tokens (99 keys), row 1 all 400.
+  EXPECT_EQ(decode_row_len(400, 2, 0, 4), 99);
+  EXPECT_EQ(decode_row_len(400, 2, 1, 4), 100);
+}
+
+TEST(DecodeRowLen, IsZeroWhenTheLengthIsBelowTheRows) {
+  EXPECT_EQ(decode_row_len(0, 2, 0, 4), 0);
+  EXPECT_EQ(decode_row_len(1, 2, 0, 4), 0);
+}
+
+TEST(NativeDecode, AUniformStepRunsAsSequences) {
+  const std::vector<int32_t> qsl{0, 2, 4, 6};
+  EXPECT_EQ(native_decode(qsl, 3, 6, 2), (NativeDecode{2, 3}));
+}
+
+TEST(NativeDecode, TrailingEmptyRequestsAreCudagraphPadding) {
+  // Two real requests and two padding ones, whose rows are graph padding.
+  const std::vector<int32_t> qsl{0, 2, 4, 4, 4};
+  EXPECT_EQ(native_decode(qsl, 4, 8, 2), (NativeDecode{2, 4}));
+}
+
+TEST(NativeDecode, ARaggedStepIsFlattened) {
+  const std::vector<int32_t> qsl{0, 2, 3, 5};
+  EXPECT_FALSE(native_decode(qsl, 3, 5, 2).present());
+}
+
+TEST(NativeDecode, AnEmptyRequestBeforeAFullOneIsNotPadding) {
+  const std::vector<int32_t> qsl{0, 2, 2, 4};
+  EXPECT_FALSE(native_decode(qsl, 3, 6, 2).present());
+}
+
+TEST(NativeDecode, RowsMustBeNextNPerRequest) {
+  // Padding tokens past the requests' rows break the shape.
+  const std::vector<int32_t> qsl{0, 2, 4};
+  EXPECT_FALSE(native_decode(qsl, 2, 6, 2).present());
+}
+
+TEST(NativeDecode, OneRowSequencesAreFlattened) {
+  const std::vector<int32_t> qsl{0, 1, 2};
+  EXPECT_FALSE(native_decode(qsl, 2, 2, 1).present());
+}
+
+}  // namespace
+}  // namespace idxplan

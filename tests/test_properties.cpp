@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+// Properties of plan_step and the CPU reference over seeded random steps,
+// and a literal model of the reference's gather planning to compare with.
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "idxplan/idxplan.hpp"
+#include "random_step.hpp"
+#include "test_support.hpp"
+
+namespace idxplan {
+namespace {
+
+constexpr int kSteps = 10000;
+
+// The reference's plan_gather_launches, as written there: runs of row lists
+// joined across chunks, concatenated, then cut.
+std::vector<GatherLaunch> model_gather_launches(const StepPlan& p, int32_t gather_rows) {
+  struct Run {
+    int32_t token_start;
+    int32_t request;
+    std::vector<int32_t> rows;  // step tokens
+  };
+  std::vector<Run> runs;
+  bool has_last = false;
+  int32_t last_request = 0, last_token = 0;
+  for (const PrefillPlan& c : p.prefill) {
+    if (!c.use_gather) {
+      has_last = false;
+      continue;
+    }
+    for (int32_t k = 0; k < c.num_pieces; ++k) {
+      const RequestRows& piece = p.pieces[static_cast<std::size_t>(c.first_piece + k)];
+      const int32_t request = c.first_request + piece.request;
+      const int32_t t_lo = c.token_start + piece.first_row;
+      if (!has_last || last_request != request || last_token != t_lo) {
+        runs.push_back(Run{t_lo, request, {}});
+      }
+      for (int32_t row = piece.first_row; row < piece.end_row; ++row) {
+        runs.back().rows.push_back(c.token_start + row);
+      }
+      has_last = true;
+      last_request = request;
+      last_token = c.token_start + piece.end_row;
+    }
+  }
+  std::vector<GatherLaunch> out;
+  for (const Run& run : runs) {
+    const auto n = static_cast<int32_t>(run.rows.size());
+    for (int32_t lo = 0; lo < n; lo += gather_rows) {
+      out.push_back(GatherLaunch{run.token_start + lo, run.token_start + std::min(lo + gather_rows, n),
+                                 run.request});
+    }
+  }
+  return out;
+}
+
+void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan& p) {
+  const auto& qsl = s.query_start_loc;
+  const int32_t first = p.num_decode_tokens;
+  const int32_t last = qsl.back();
+  // Every prefill row in exactly one split; chunks are the splits with context.
+  std::vector<int> in_split(static_cast<std::size_t>(std::max(last - first, 0)), 0);
+  std::size_t kept = 0;
+  for (const ChunkSplit& sp : p.splits) {
+    const int32_t base = qsl[static_cast<std::size_t>(sp.request_begin)];
+    for (int32_t t = base + sp.query_begin; t < base + sp.query_end; ++t) {
+      ASSERT_GE(t, first);
+      ASSERT_LT(t, last);
+      // The row belongs to one of the split's requests.
+      ASSERT_LE(qsl[static_cast<std::size_t>(sp.request_begin)], t);
+      ASSERT_GT(qsl[static_cast<std::size_t>(sp.request_end)], t);
+      ++in_split[static_cast<std::size_t>(t - first)];
+    }
+    int64_t context = 0;
+    for (int32_t r = sp.request_begin; r < sp.request_end; ++r) {
+      context += s.seq_lens_upper_bound[static_cast<std::size_t>(r)] / g.config.compress_ratio;
+    }
+    if (context == 0) continue;
+    ASSERT_LT(kept, p.prefill.size());
+    const PrefillPlan& c = p.prefill[kept++];
+    EXPECT_EQ(c.token_start, base + sp.query_begin);
+    EXPECT_EQ(c.token_end, base + sp.query_end);
+    EXPECT_EQ(c.first_request, sp.request_begin);
+  }
+  EXPECT_EQ(kept, p.prefill.size());
+  for (int n : in_split) ASSERT_EQ(n, 1);
+
+  int32_t words = 0;
+  for (const PrefillPlan& c : p.prefill) {
+    const int64_t rows = c.token_end - c.token_start;
+    // Within budget unless it is one row.
+    if (rows > 1) {
+      EXPECT_LE(4 * rows * std::max(c.width, 1), g.max_logits_bytes);
+    }
+    EXPECT_EQ(c.query_start_loc_offset, words);
+    words += c.num_reqs + 1;
+    // The pieces tile the chunk's rows, request by request.
+    int32_t row = 0;
+    for (int32_t k = 0; k < c.num_pieces; ++k) {
+      const RequestRows& piece = p.pieces[static_cast<std::size_t>(c.first_piece + k)];
+      EXPECT_EQ(piece.first_row, row);
+      EXPECT_GT(piece.end_row, piece.first_row);
+      const auto r = static_cast<std::size_t>(c.first_request + piece.request);
+      EXPECT_LE(qsl[r], c.token_start + piece.first_row);
+      EXPECT_GE(qsl[r + 1], c.token_start + piece.end_row);
+      row = piece.end_row;
+    }
+    EXPECT_EQ(row, c.token_end - c.token_start);
+    EXPECT_EQ(c.use_gather, g.prefill_gathers(c.width));
+  }
+  EXPECT_EQ(words, p.num_prefill_query_start_loc_words);
+
+  for (const GatherLaunch& l : p.gather_launches) {
+    EXPECT_GT(l.token_end, l.token_start);
+    EXPECT_LE(l.token_end - l.token_start, g.gather_rows);
+    const auto r = static_cast<std::size_t>(l.request);
+    EXPECT_LE(qsl[r], l.token_start);
+    EXPECT_GE(qsl[r + 1], l.token_end);
+  }
+  if (g.num_candidate_cols > 0) {
+    EXPECT_EQ(p.gather_launches, model_gather_launches(p, g.gather_rows));
+  } else {
+    EXPECT_TRUE(p.gather_launches.empty());
+  }
+}
+
+void check_decode(const Geometry& g, const test::RandomStep& s, const StepPlan& p,
+                  const test::HostBuffers& b) {
+  const auto& qsl = s.query_start_loc;
+  const int32_t C = g.config.compress_ratio;
+  // Row lengths, request by request, against the formula.
+  std::vector<int32_t> rows(static_cast<std::size_t>(p.decode.num_rows), 0);
+  for (int32_t r = 0; r < p.num_decodes; ++r) {
+    const int32_t q = qsl[static_cast<std::size_t>(r) + 1] - qsl[static_cast<std::size_t>(r)];
+    for (int32_t j = 0; j < q; ++j) {
+      const int32_t tokens = s.seq_lens[static_cast<std::size_t>(r)] - q + j + 1;
+      rows[static_cast<std::size_t>(qsl[static_cast<std::size_t>(r)] + j)] = std::max(tokens, 0) / C;
+    }
+  }
+  ASSERT_TRUE(std::equal(rows.begin(), rows.end(), b.decode_row_lens.begin()));
+
+  const ScheduleShape& sh = p.decode.schedule;
+  if (!sh.present()) return;
+  EXPECT_LE(int64_t{4} * sh.num_ctas, g.schedule_words);
+  // Each live unit owns slices 0..n-1 in consecutive slots, in unit order;
+  // the rest of the num_ctas slots are empty.
+  int32_t slot = 0;
+  int32_t prev_unit = -1;
+  while (slot < sh.num_ctas) {
+    const int32_t* d = b.decode_schedule.data() + 4 * slot;
+    if (d[3] == 0) break;
+    const int32_t unit = d[0] * sh.row_blocks + d[1];
+    ASSERT_GT(unit, prev_unit);
+    ASSERT_LT(d[1], sh.row_blocks);
+    ASSERT_LT(unit, sh.work);
+    const int32_t n = d[3];
+    ASSERT_LE(slot + n, sh.num_ctas);
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t* e = b.decode_schedule.data() + 4 * (slot + i);
+      ASSERT_EQ(e[0], d[0]);
+      ASSERT_EQ(e[1], d[1]);
+      ASSERT_EQ(e[2], i);
+      ASSERT_EQ(e[3], n);
+    }
+    prev_unit = unit;
+    slot += n;
+  }
+  for (; slot < sh.num_ctas; ++slot) {
+    for (int k = 0; k < 4; ++k) ASSERT_EQ(b.decode_schedule[static_cast<std::size_t>(4 * slot + k)], 0);
+  }
+  // Nothing past num_ctas is written.
+  if (static_cast<std::size_t>(4 * sh.num_ctas) < b.decode_schedule.size()) {
+    EXPECT_EQ(b.decode_schedule[static_cast<std::size_t>(4 * sh.num_ctas)], -7);
+  }
+}
+
+TEST(Properties, RandomStepsKeepEveryInvariant) {
+  const std::vector<Geometry> geometries = test::random_geometries();
+  std::vector<test::HostBuffers> buffers;
+  for (const Geometry& g : geometries) buffers.emplace_back(g);
+  std::mt19937_64 rng(20261202);
+  StepPlan plan;
+  int with_schedule = 0, native = 0, gathers = 0, cut = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    const std::size_t gi = static_cast<std::size_t>(i) % geometries.size();
+    const Geometry& g = geometries[gi];
+    const test::RandomStep s = test::random_step(g, rng);
+    ASSERT_NO_THROW(plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens, plan))
+        << "step " << i;
+    test::HostBuffers& b = buffers[gi];
+    std::fill(b.decode_schedule.begin(), b.decode_schedule.end(), -7);
+    test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, b);
+    SCOPED_TRACE(::testing::Message() << "step " << i << " on geometry " << gi);
+    check_prefill(g, s, plan);
+    check_decode(g, s, plan, b);
+    with_schedule += plan.decode.schedule.present();
+    native += plan.decode.native.present();
+    gathers += !plan.gather_launches.empty();
+    cut += plan.splits.size() > 1;
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  // The generator reaches every kind of step the properties are about.
+  std::printf("%d steps: %d scheduled, %d native, %d with gathers, %d with several chunks\n",
+              kSteps, with_schedule, native, gathers, cut);
+  EXPECT_GT(with_schedule, kSteps / 10);
+  EXPECT_GT(native, kSteps / 20);
+  EXPECT_GT(gathers, kSteps / 20);
+  EXPECT_GT(cut, kSteps / 10);
+}
+
+}  // namespace
+}  // namespace idxplan

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#include "idxplan/plan/schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+namespace idxplan {
+namespace {
+
+TEST(ScheduleShape, MtpSequencesSpreadOverTheGpu) {
+  const Geometry g = make_geometry(test::deepseek_config());
+  // 8192 tiles a unit; 256 units, 2048 target workgroups, cap 64.
+  const ScheduleShape s = schedule_shape(g, 256, 2, true);
+  EXPECT_EQ(s.block_m, 2);
+  EXPECT_EQ(s.row_blocks, 1);
+  EXPECT_EQ(s.work, 256);
+  EXPECT_EQ(s.block_kv, 32);
+  EXPECT_EQ(s.num_ctas, 32768);  // 256 units x 128 slices
+  EXPECT_EQ(s.max_tiles, 65);    // ceil(8192 * 256 / (32768 - 256))
+  EXPECT_TRUE(s.native);
+}
+
+TEST(ScheduleShape, StopsAtSixtyFiveThousandSlots) {
+  const Geometry g = make_geometry(test::deepseek_config());
+  const ScheduleShape s = schedule_shape(g, 1024, 2, true);
+  EXPECT_EQ(s.num_ctas, 65536);
+  EXPECT_EQ(s.max_tiles, 131);  // ceil(8192 * 1024 / (65536 - 1024))
+}
+
+TEST(ScheduleShape, ShortContextsShrinkTheCap) {
+  IndexerConfig c = test::deepseek_config();
+  c.max_model_len = 8192;  // 2048 columns, 64 tiles
+  c.num_speculative_tokens = 0;
+  const Geometry g = make_geometry(c);
+  const ScheduleShape s = schedule_shape(g, 5, 1, false);
+  // plain = ceil(64 * 5 / (3072 - 5)) = 1 < 4 * 128: the cap drops to 1.
+  EXPECT_EQ(s.block_m, 1);
+  EXPECT_EQ(s.num_ctas, 3072);  // max(target, 5 units x 64 slices)
+  EXPECT_EQ(s.max_tiles, 1);
+  EXPECT_FALSE(s.native);
+}
+
+TEST(ScheduleShape, NoScheduleForFewSequences) {
+  const Geometry g = make_geometry(test::deepseek_config());
+  EXPECT_FALSE(schedule_shape(g, 3, 2, true).present());
+  EXPECT_EQ(schedule_shape(g, 3, 2, true), ScheduleShape{});
+}
+
+TEST(ScheduleShape, NoScheduleForMoreUnitsThanWorkgroups) {
+  const Geometry g = make_geometry(test::deepseek_config());
+  EXPECT_TRUE(schedule_shape(g, 3072, 1, false).present());
+  EXPECT_FALSE(schedule_shape(g, 3073, 1, false).present());
+}
+
+TEST(ScheduleShape, WideContextsStayInInt64) {
+  IndexerConfig c = test::deepseek_config();
+  c.compress_ratio = 1;
+  c.block_size = 32;
+  c.max_model_len = (1 << 29) - 32;  // 2^24 tiles of 32: n_tiles * work > 2^31
+  c.max_num_seqs = 8;
+  c.max_num_batched_tokens = 16;
+  c.sparse_logits = false;
+  const Geometry g = make_geometry(c);
+  const ScheduleShape s = schedule_shape(g, 8, 2, true);
+  ASSERT_TRUE(s.present());
+  // 262144 slices a unit at the cap of 64, so the slot limit binds.
+  EXPECT_EQ(s.num_ctas, 65536);
+  // ceil((2^24 - 1) * 8 / (65536 - 8))
+  EXPECT_EQ(s.max_tiles, 2049);
+}
+
+TEST(UnitFirstRow, PullsTheLastBlockBack) {
+  ScheduleShape s;
+  s.rows_per_seq = 7;
+  s.block_m = 2;
+  EXPECT_EQ(unit_first_row(s, 0), 0);
+  EXPECT_EQ(unit_first_row(s, 2), 4);
+  EXPECT_EQ(unit_first_row(s, 3), 5);  // 6 would run past row 6
+  s.block_m = 1;
+  EXPECT_EQ(unit_first_row(s, 3), 3);
+}
+
+TEST(UnitTiles, IsZeroOnlyForAnEmptyContext) {
+  ScheduleShape s;
+  s.block_kv = 32;
+  EXPECT_EQ(unit_tiles(s, 0, 10), 0);
+  EXPECT_EQ(unit_tiles(s, 100, 0), 1);   // rows that see nothing still walk a tile
+  EXPECT_EQ(unit_tiles(s, 100, 64), 2);  // the rows' end bounds the walk
+  EXPECT_EQ(unit_tiles(s, 100, 1000), 4);
+}
+
+TEST(TilesPerSlice, SpreadsTilesOverTheSpareSlots) {
+  ScheduleShape s;
+  s.num_ctas = 8;
+  s.max_tiles = 32;
+  // 6 tiles over 5 spare slots: 2 a slice; the largest unit's 4 tiles need 1.
+  EXPECT_EQ(tiles_per_slice(s, 6, 3, 4), 2);
+  // Within max_tiles, unless the largest unit needs more than 4 slots a share.
+  s.max_tiles = 1;
+  EXPECT_EQ(tiles_per_slice(s, 600, 4, 400), 100);
+  EXPECT_EQ(tiles_per_slice(s, 0, 0, 0), 1);
+}
+
+}  // namespace
+}  // namespace idxplan

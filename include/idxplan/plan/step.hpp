@@ -39,11 +39,15 @@ inline void reserve(StepPlan& plan, const Geometry& g) {
   plan.gather_launches.reserve(static_cast<std::size_t>(sizes.chunks));
 }
 
-// Checks a step's host inputs and returns the token count (num_tokens, or the
-// last query_start_loc when it is kUnpaddedTokens). Throws StepError naming
-// the request and values.
+// What check_step learns of a valid step on its way.
+struct StepCheck {
+  int32_t num_tokens = 0;   // num_tokens, or the last query_start_loc for kUnpaddedTokens
+  int32_t max_seq_len = 0;  // max upper bound over the requests
+};
+
+// Checks a step's host inputs. Throws StepError naming the request and values.
 template <class Qsl, class SeqLens>
-int32_t check_step(const Geometry& g, const Qsl& query_start_loc,
+StepCheck check_step(const Geometry& g, const Qsl& query_start_loc,
                    const SeqLens& seq_lens_upper_bound, int64_t num_tokens) {
   const std::size_t num_reqs = seq_lens_upper_bound.size();
   if (query_start_loc.size() != num_reqs + 1) {
@@ -57,6 +61,7 @@ int32_t check_step(const Geometry& g, const Qsl& query_start_loc,
   if (detail::at(query_start_loc, 0) != 0) {
     throw StepError(fmt::format("query_start_loc[0] is {}, not 0", detail::at(query_start_loc, 0)));
   }
+  int64_t max_seq_len = 0;
   for (std::size_t r = 0; r < num_reqs; ++r) {
     const int64_t lo = detail::at(query_start_loc, r);
     const int64_t hi = detail::at(query_start_loc, r + 1);
@@ -85,7 +90,7 @@ int32_t check_step(const Geometry& g, const Qsl& query_start_loc,
     throw StepError(fmt::format("the step has {} tokens, past max_num_batched_tokens={}", tokens,
                                 g.config.max_num_batched_tokens));
   }
-  return static_cast<int32_t>(tokens);
+  return StepCheck{static_cast<int32_t>(tokens), static_cast<int32_t>(max_seq_len)};
 }
 
 // Plans one step into `plan`, reusing its arrays. `query_start_loc` has
@@ -94,7 +99,8 @@ int32_t check_step(const Geometry& g, const Qsl& query_start_loc,
 template <class Qsl, class SeqLens>
 void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq_lens_upper_bound,
                int64_t num_tokens, StepPlan& plan) {
-  const int32_t tokens = check_step(g, query_start_loc, seq_lens_upper_bound, num_tokens);
+  const StepCheck checked = check_step(g, query_start_loc, seq_lens_upper_bound, num_tokens);
+  const int32_t tokens = checked.num_tokens;
   const int32_t num_reqs = static_cast<int32_t>(seq_lens_upper_bound.size());
   const int32_t ratio = g.config.compress_ratio;
 
@@ -106,11 +112,7 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
   plan.prefill.clear();
   plan.pieces.clear();
   plan.gather_launches.clear();
-  int64_t max_seq_len = 0;
-  for (std::size_t r = 0; r < seq_lens_upper_bound.size(); ++r) {
-    max_seq_len = std::max(max_seq_len, detail::at(seq_lens_upper_bound, r));
-  }
-  plan.max_seq_len = static_cast<int32_t>(max_seq_len);
+  plan.max_seq_len = checked.max_seq_len;
 
   // 5.1: decodes and prefills.
   const BatchSplit split = split_decodes_and_prefills(query_start_loc, tokens, g.decode_threshold);
@@ -131,13 +133,16 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
     }
     d.num_real_rows =
         static_cast<int32_t>(detail::at(query_start_loc, static_cast<std::size_t>(split.num_decodes)));
-    int64_t longest = 0;
-    for (int32_t r = 0; r < split.num_decodes; ++r) {
-      longest = std::max(longest, detail::at(seq_lens_upper_bound, static_cast<std::size_t>(r)));
+    int64_t longest = plan.max_seq_len;
+    if (split.num_prefills > 0) {
+      longest = 0;
+      for (int32_t r = 0; r < split.num_decodes; ++r) {
+        longest = std::max(longest, detail::at(seq_lens_upper_bound, static_cast<std::size_t>(r)));
+      }
     }
     d.num_block_cols = static_cast<int32_t>(
         std::min<int64_t>(g.max_blocks_per_seq, detail::ceil_div(longest, g.config.block_size)));
-    d.use_gather = g.decode_gathers(max_seq_len / ratio);
+    d.use_gather = g.decode_gathers(plan.max_seq_len / ratio);
     // 5.3 and 5.4: native sequences, and the schedule's shape.
     d.native = native_decode(query_start_loc, split.num_decodes, d.num_rows, g.native_next_n);
     d.schedule = d.native.present()

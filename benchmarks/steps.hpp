@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// The steps the benchmarks plan, on DESIGN.md section 7's DeepSeek-V4.1-sized
+// indexer on a 256-CU GPU.
+
+#include <cstdint>
+#include <vector>
+
+#include "idxplan/config.hpp"
+
+namespace idxplan::bench {
+
+struct BenchStep {
+  std::vector<int32_t> query_start_loc;
+  std::vector<int32_t> seq_lens;
+};
+
+inline IndexerConfig deepseek_config() {
+  IndexerConfig c;
+  c.num_heads = 64;
+  c.head_dim = 128;
+  c.block_size = 128;
+  c.compress_ratio = 4;
+  c.num_speculative_tokens = 1;
+  c.max_model_len = 1048576;
+  c.candidate_block_size = 8;
+  c.candidate_topk_blocks = 2048;
+  c.sparse_logits = true;
+  c.max_logits_mb = 512;
+  c.num_compute_units = 256;
+  c.max_num_seqs = 1024;
+  c.max_num_batched_tokens = 65536;
+  return c;
+}
+
+// Contexts spread over 1K to 200K tokens, deterministically.
+inline int32_t spread_context(int32_t r) { return 1024 + (r * 104729) % (200000 - 1024); }
+
+// `n` MTP decodes of next_n 2.
+inline BenchStep mtp_decodes(int32_t n) {
+  BenchStep s;
+  s.query_start_loc.push_back(0);
+  for (int32_t r = 0; r < n; ++r) {
+    s.query_start_loc.push_back(s.query_start_loc.back() + 2);
+    s.seq_lens.push_back(spread_context(r));
+  }
+  return s;
+}
+
+// 1016 MTP decodes, the 8192-token piece of a 1M-token chunked prefill, and
+// seven short prompts: 1024 requests.
+inline BenchStep mixed_1024() {
+  BenchStep s = mtp_decodes(1016);
+  auto add = [&](int32_t query, int32_t len) {
+    s.query_start_loc.push_back(s.query_start_loc.back() + query);
+    s.seq_lens.push_back(len);
+  };
+  add(8192, 1048576);
+  for (int32_t r = 0; r < 7; ++r) add(200 + 300 * r, 200 + 300 * r);
+  return s;
+}
+
+}  // namespace idxplan::bench

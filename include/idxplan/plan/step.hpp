@@ -79,6 +79,7 @@ StepCheck check_step(const Geometry& g, const Qsl& query_start_loc,
       throw StepError(fmt::format("request {} has seq length {}, past max_model_len={}", r, len,
                                   g.config.max_model_len));
     }
+    max_seq_len = std::max(max_seq_len, len);
   }
   const int64_t last = detail::at(query_start_loc, num_reqs);
   const int64_t tokens = num_tokens == kUnpaddedTokens ? last : num_tokens;

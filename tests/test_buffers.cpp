@@ -120,5 +120,47 @@ TEST(FillStepBuffers, AnAllZeroStepHasOnlyEmptyDescriptors) {
   EXPECT_EQ(slice(out.decode_row_lens, 10), Words(10, 0));
 }
 
+TEST(FillStepBuffers, PacksMoreChunkGroupsThanOneLaunchCarries) {
+  IndexerConfig c = small_config();
+  c.max_model_len = 65536;
+  c.max_logits_mb = 1;  // 16 rows at 16384 columns: every 10-row request is a group
+  c.max_num_seqs = 300;
+  c.max_num_batched_tokens = 4096;
+  const Geometry g = make_geometry(c);
+  Words qsl{0};
+  Words lens;
+  for (int r = 0; r < 300; ++r) {
+    qsl.push_back(qsl.back() + 10);
+    lens.push_back(65536);
+  }
+  const StepPlan plan = plan_step(g, qsl, lens);
+  ASSERT_EQ(plan.chunk_groups.size(), 300u);
+  EXPECT_EQ(num_step_launches(plan), 3);
+  HostBuffers out(g);
+  test::fill_reference(g, plan, qsl, lens, Words(300, 1), 1, out);
+  for (std::size_t i = 0; i < 300; ++i) {
+    EXPECT_EQ(out.prefill_query_start_loc[2 * i], 0);
+    EXPECT_EQ(out.prefill_query_start_loc[2 * i + 1], 10);
+  }
+  EXPECT_EQ(out.prefill_query_start_loc[600], -7);
+}
+
+TEST(PackChunkGroups, FoldsTheSlicesOfOneRequest) {
+  const Geometry g = make_geometry(test::deepseek_config());
+  const StepPlan p = plan_step(g, Words{0, 2, 4, 8196}, Words{9000, 120000, 300000});
+  // Five 1789-row slices of request 2, the last one shorter.
+  EXPECT_EQ(p.chunk_groups, (std::vector<ChunkGroup>{{2, 1, 4, 8196, 1789, 0}}));
+}
+
+TEST(PackChunkGroups, KeepsGroupsOfSeveralRequestsApart) {
+  std::vector<PrefillPlan> plans(3);
+  plans[0] = PrefillPlan{0, 10, 0, 2, 100, 0, 2, 0, false};
+  plans[1] = PrefillPlan{10, 20, 2, 1, 100, 2, 1, 3, false};
+  plans[2] = PrefillPlan{20, 25, 2, 1, 100, 3, 1, 5, false};
+  std::vector<ChunkGroup> groups;
+  pack_chunk_groups(plans, groups);
+  EXPECT_EQ(groups, (std::vector<ChunkGroup>{{0, 2, 0, 10, 10, 0}, {2, 1, 10, 25, 10, 3}}));
+}
+
 }  // namespace
 }  // namespace idxplan

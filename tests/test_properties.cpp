@@ -62,7 +62,8 @@ std::vector<GatherLaunch> model_gather_launches(const StepPlan& p, int32_t gathe
   return out;
 }
 
-void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan& p) {
+void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan& p,
+                   const test::HostBuffers& b) {
   const auto& qsl = s.query_start_loc;
   const int32_t first = p.num_decode_tokens;
   const int32_t last = qsl.back();
@@ -115,6 +116,12 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
     }
     EXPECT_EQ(row, c.token_end - c.token_start);
     EXPECT_EQ(c.use_gather, g.prefill_gathers(c.width));
+    // The packed offsets, chunk by chunk, as the reference's clamp.
+    for (int32_t i = 0; i <= c.num_reqs; ++i) {
+      const int32_t loc = qsl[static_cast<std::size_t>(c.first_request + i)];
+      ASSERT_EQ(b.prefill_query_start_loc[static_cast<std::size_t>(c.query_start_loc_offset + i)],
+                std::clamp(loc, c.token_start, c.token_end) - c.token_start);
+    }
   }
   EXPECT_EQ(words, p.num_prefill_query_start_loc_words);
 
@@ -199,7 +206,7 @@ TEST(Properties, RandomStepsKeepEveryInvariant) {
     std::fill(b.decode_schedule.begin(), b.decode_schedule.end(), -7);
     test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, b);
     SCOPED_TRACE(::testing::Message() << "step " << i << " on geometry " << gi);
-    check_prefill(g, s, plan);
+    check_prefill(g, s, plan, b);
     check_decode(g, s, plan, b);
     with_schedule += plan.decode.schedule.present();
     native += plan.decode.native.present();

@@ -66,7 +66,7 @@ inline void fill_reference(const Geometry& g, const StepPlan& plan, const std::v
                            const std::vector<int32_t>& block_table, int32_t table_stride,
                            HostBuffers& out) {
   const StepInputs in{seq_lens.data(), qsl.data(), block_table.data(), table_stride};
-  fill_step_buffers(make_step_args(g, plan, in, out.outputs(), plan.prefill.data()));
+  fill_step_buffers(g, plan, in, out.outputs());
 }
 
 }  // namespace idxplan::test

@@ -180,7 +180,7 @@ inline PlannedStep plan_request(const StepRequest& r) {
                         s.decode_block_ends.data(),  s.decode_block_table.data(),
                         s.prefill_row_ends.data(),   s.prefill_block_ends.data(),
                         s.prefill_query_start_loc.data(), s.decode_schedule.data(), cols};
-  fill_step_buffers(make_step_args(s.geometry, p, in, out, p.prefill.data()));
+  fill_step_buffers(s.geometry, p, in, out);
   return s;
 }
 

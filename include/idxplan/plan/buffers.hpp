@@ -7,6 +7,7 @@
 // CPU, fill_step_buffers() runs them over every index, which is the reference
 // the tests and the idxplan command use.
 
+#include <algorithm>
 #include <cstdint>
 
 #include "idxplan/config.hpp"
@@ -66,42 +67,66 @@ inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
   return s;
 }
 
+// Chunk groups one launch carries in its arguments (24 bytes each, within
+// the 4 KiB of kernel arguments HIP allows). A step with more groups packs
+// the rest in further launches that write nothing else.
+inline constexpr int32_t kMaxLaunchGroups = 128;
+
 // Everything one launch needs, passed to the kernel by value.
 struct StepArgs {
   StepInputs in{};
   StepOutputs out{};
-  const PrefillPlan* chunks = nullptr;  // [num_chunks] the plan's chunks, where the kernel reads
-  int32_t num_chunks = 0;
-  int32_t num_query_start_loc_words = 0;
   int32_t compress_ratio = 1;
   int32_t candidate_block_size = 0;  // 0: no block ends
   int32_t num_reqs = 0;
   int32_t num_decodes = 0;
   int32_t num_decode_rows = 0;  // decode tokens when the step has decodes, else 0
+  int32_t native_next_n = 0;    // rows per decode request when native, else 0
   int32_t num_block_cols = 0;
   int32_t num_decode_tokens = 0;
   int32_t num_tokens = 0;
+  bool packing_only = false;    // a further launch: only this launch's packed words
   ScheduleShape schedule{};
+  int32_t num_groups = 0;       // groups[0, num_groups) this launch packs ...
+  int32_t word_begin = 0;       // ... into words [word_begin, word_end)
+  int32_t word_end = 0;
+  ChunkGroup groups[kMaxLaunchGroups];
 };
 static_assert(std::is_trivially_copyable_v<StepArgs>, "kernel arguments are copied bytewise");
+static_assert(sizeof(StepArgs) <= 4096, "HIP passes at most 4 KiB of kernel arguments");
 
+// Launches a step takes: one, plus one per further kMaxLaunchGroups groups.
+inline int32_t num_step_launches(const StepPlan& plan) {
+  const auto groups = static_cast<int64_t>(plan.chunk_groups.size());
+  return groups <= kMaxLaunchGroups
+             ? 1
+             : static_cast<int32_t>((groups + kMaxLaunchGroups - 1) / kMaxLaunchGroups);
+}
+
+// The arguments of launch `launch` of a planned step.
 inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const StepInputs& in,
-                               const StepOutputs& out, const PrefillPlan* chunks) {
+                               const StepOutputs& out, int32_t launch = 0) {
   StepArgs a;
   a.in = in;
   a.out = out;
-  a.chunks = chunks;
-  a.num_chunks = static_cast<int32_t>(plan.prefill.size());
-  a.num_query_start_loc_words = plan.num_prefill_query_start_loc_words;
   a.compress_ratio = g.config.compress_ratio;
   a.candidate_block_size = g.config.candidate_block_size;
   a.num_reqs = plan.num_reqs;
   a.num_decodes = plan.num_decodes;
   a.num_decode_rows = plan.decode.num_rows;
+  a.native_next_n = plan.decode.native.next_n;
   a.num_block_cols = plan.decode.num_block_cols;
   a.num_decode_tokens = plan.num_decode_tokens;
   a.num_tokens = plan.num_tokens;
+  a.packing_only = launch > 0;
   a.schedule = plan.decode.schedule;
+  const std::size_t first = static_cast<std::size_t>(launch) * kMaxLaunchGroups;
+  const std::size_t last = std::min(plan.chunk_groups.size(), first + kMaxLaunchGroups);
+  a.num_groups = static_cast<int32_t>(last > first ? last - first : 0);
+  for (std::size_t i = first; i < last; ++i) a.groups[i - first] = plan.chunk_groups[i];
+  a.word_begin = a.num_groups > 0 ? a.groups[0].word_offset : 0;
+  a.word_end = last < plan.chunk_groups.size() ? plan.chunk_groups[last].word_offset
+                                               : plan.num_prefill_query_start_loc_words;
   return a;
 }
 
@@ -124,6 +149,8 @@ IDXPLAN_HD int32_t context_len_at(const StepArgs& a, int32_t r) {
 // The request decode row i belongs to, or -1 for a graph padding row.
 IDXPLAN_HD int32_t decode_row_request(const StepArgs& a, int32_t i) {
   if (i >= a.in.query_start_loc[a.num_decodes]) return -1;
+  // Native: every real request has next_n rows, so no search.
+  if (a.native_next_n > 0) return i / a.native_next_n;
   return find_request(a.in.query_start_loc, 0, a.num_decodes, i);
 }
 
@@ -144,19 +171,25 @@ IDXPLAN_HD int32_t prefill_row_end_at(const StepArgs& a, int32_t t) {
                          a.compress_ratio);
 }
 
-// Word w of prefill_query_start_loc: clamp(qsl[first + i], t0, t1) - t0 of
-// the chunk whose packed offsets hold it.
-IDXPLAN_HD int32_t prefill_query_start_loc_at(const StepArgs& a, int32_t w) {
+// Word w of prefill_query_start_loc, w in [word_begin, word_end): of the
+// chunk whose packed offsets hold it, clamp(qsl[first + i], t0, t1) - t0.
+// `groups` are the launch's groups (the kernel stages them in shared memory).
+IDXPLAN_HD int32_t prefill_query_start_loc_at(const StepArgs& a, const ChunkGroup* groups,
+                                              int32_t w) {
   int32_t lo = 0;
-  int32_t hi = a.num_chunks;
+  int32_t hi = a.num_groups;
   while (hi - lo > 1) {
     const int32_t mid = lo + (hi - lo) / 2;
-    if (a.chunks[mid].query_start_loc_offset <= w) lo = mid; else hi = mid;
+    if (groups[mid].word_offset <= w) lo = mid; else hi = mid;
   }
-  const PrefillPlan& c = a.chunks[lo];
-  const int32_t loc = a.in.query_start_loc[c.first_request + (w - c.query_start_loc_offset)];
-  const int32_t clamped = loc < c.token_start ? c.token_start : (loc > c.token_end ? c.token_end : loc);
-  return clamped - c.token_start;
+  const ChunkGroup& g = groups[lo];
+  const int32_t words = g.num_reqs + 1;
+  const int32_t chunk = (w - g.word_offset) / words;
+  const int32_t t0 = g.token_start + chunk * g.slice_rows;
+  const int32_t t1 = t0 + g.slice_rows < g.token_end ? t0 + g.slice_rows : g.token_end;
+  const int32_t loc = a.in.query_start_loc[g.first_request + (w - g.word_offset) % words];
+  const int32_t clamped = loc < t0 ? t0 : (loc > t1 ? t1 : loc);
+  return clamped - t0;
 }
 
 // KV tiles of schedule unit u, from the exact lengths.
@@ -188,9 +221,14 @@ IDXPLAN_HD void store_descriptor(int32_t* schedule, int32_t slot, const Descript
 
 }  // namespace detail
 
-// The CPU reference: every buffer the kernel writes, written in order on the
+// The CPU reference of one launch: what the kernel writes, in order, on the
 // host. `a`'s pointers are host memory.
-inline void fill_step_buffers(const StepArgs& a) {
+inline void fill_step_launch(const StepArgs& a) {
+  for (int32_t w = a.word_begin; w < a.word_end; ++w) {
+    a.out.prefill_query_start_loc[w] = prefill_query_start_loc_at(a, a.groups, w);
+  }
+  if (a.packing_only) return;
+
   for (int32_t r = 0; r < a.num_reqs; ++r) a.out.context_lens[r] = context_len_at(a, r);
 
   for (int32_t i = 0; i < a.num_decode_rows; ++i) {
@@ -209,10 +247,6 @@ inline void fill_step_buffers(const StepArgs& a) {
     if (a.candidate_block_size > 0) {
       a.out.prefill_block_ends[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
     }
-  }
-
-  for (int32_t w = 0; w < a.num_query_start_loc_words; ++w) {
-    a.out.prefill_query_start_loc[w] = prefill_query_start_loc_at(a, w);
   }
 
   const ScheduleShape& s = a.schedule;
@@ -235,6 +269,13 @@ inline void fill_step_buffers(const StepArgs& a) {
     }
   }
   for (; slot < s.num_ctas; ++slot) detail::store_descriptor(a.out.decode_schedule, slot, Descriptor{});
+}
+
+// The CPU reference of a whole step: every launch the device would make.
+inline void fill_step_buffers(const Geometry& g, const StepPlan& plan, const StepInputs& in,
+                              const StepOutputs& out) {
+  const int32_t launches = num_step_launches(plan);
+  for (int32_t k = 0; k < launches; ++k) fill_step_launch(make_step_args(g, plan, in, out, k));
 }
 
 }  // namespace idxplan

@@ -85,4 +85,35 @@ int32_t plan_prefill_chunks(const Splits& splits, const Qsl& query_start_loc,
   return qsl_words;
 }
 
+// Folds planned chunks into the groups the device packs them by: a chunk
+// joins the group before it when it slices the same requests, starts where
+// the group ends and the group's chunks so far are all slice_rows long.
+// Appends to `out`.
+template <class Plans, class Groups>
+void pack_chunk_groups(const Plans& plans, Groups& out) {
+  bool open = false;
+  ChunkGroup group{};
+  int32_t chunks = 0;
+  for (std::size_t c = 0; c < plans.size(); ++c) {
+    const PrefillPlan& p = plans[c];
+    const int32_t rows = p.token_end - p.token_start;
+    const bool joins = open && p.first_request == group.first_request &&
+                       p.num_reqs == group.num_reqs && p.token_start == group.token_end &&
+                       group.token_end - group.token_start == chunks * group.slice_rows &&
+                       rows <= group.slice_rows &&
+                       p.query_start_loc_offset == group.word_offset + chunks * (group.num_reqs + 1);
+    if (joins) {
+      group.token_end = p.token_end;
+      ++chunks;
+      continue;
+    }
+    if (open) out.push_back(group);
+    group = ChunkGroup{p.first_request, p.num_reqs, p.token_start, p.token_end, rows,
+                       p.query_start_loc_offset};
+    chunks = 1;
+    open = true;
+  }
+  if (open) out.push_back(group);
+}
+
 }  // namespace idxplan

@@ -36,6 +36,7 @@ inline void reserve(StepPlan& plan, const Geometry& g) {
   plan.splits.reserve(static_cast<std::size_t>(sizes.chunks));
   plan.prefill.reserve(static_cast<std::size_t>(sizes.chunks));
   plan.pieces.reserve(static_cast<std::size_t>(sizes.chunks + g.config.max_num_seqs));
+  plan.chunk_groups.reserve(static_cast<std::size_t>(sizes.chunks));
   plan.gather_launches.reserve(static_cast<std::size_t>(sizes.chunks));
 }
 
@@ -112,6 +113,7 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
   plan.splits.clear();
   plan.prefill.clear();
   plan.pieces.clear();
+  plan.chunk_groups.clear();
   plan.gather_launches.clear();
   plan.max_seq_len = checked.max_seq_len;
 
@@ -164,6 +166,7 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
     split_prefill_chunks(contexts, query_lens, g.max_logits_bytes, split.num_decodes, plan.splits);
     plan.num_prefill_query_start_loc_words = plan_prefill_chunks(
         plan.splits, query_start_loc, seq_lens_upper_bound, g, plan.prefill, plan.pieces);
+    pack_chunk_groups(plan.prefill, plan.chunk_groups);
     // 5.8: the candidate consumers' launches.
     if (g.num_candidate_cols > 0) {
       plan_gather_launches(plan.prefill, plan.pieces, g.gather_rows, plan.gather_launches);

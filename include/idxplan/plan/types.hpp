@@ -55,6 +55,24 @@ struct PrefillPlan {
   }
 };
 
+// Consecutive chunks that slice one group of the split, as the device reads
+// them to pack each chunk's query_start_loc: chunk k covers tokens
+// [token_start + k * slice_rows, min(that + slice_rows, token_end)) of the
+// same requests, and its num_reqs + 1 packed words start at
+// word_offset + k * (num_reqs + 1). A group of several requests has one chunk.
+struct ChunkGroup {
+  int32_t first_request = 0;  // step index of the chunks' first request
+  int32_t num_reqs = 0;       // requests every chunk covers
+  int32_t token_start = 0;    // first step token of the first chunk
+  int32_t token_end = 0;      // one past the last step token of the last chunk
+  int32_t slice_rows = 0;     // rows of every chunk but the last
+  int32_t word_offset = 0;    // first word of prefill_query_start_loc
+
+  constexpr auto tie() const {
+    return std::tie(first_request, num_reqs, token_start, token_end, slice_rows, word_offset);
+  }
+};
+
 // Query rows [token_start, token_end) of one request that the candidate
 // consumers score against the pool in one launch; its row ends are the
 // step-wide prefill row ends of those tokens.
@@ -137,6 +155,7 @@ constexpr bool operator!=(const T& a, const T& b) {
 IDXPLAN_CHECK_POD(ChunkSplit);
 IDXPLAN_CHECK_POD(RequestRows);
 IDXPLAN_CHECK_POD(PrefillPlan);
+IDXPLAN_CHECK_POD(ChunkGroup);
 IDXPLAN_CHECK_POD(GatherLaunch);
 IDXPLAN_CHECK_POD(NativeDecode);
 IDXPLAN_CHECK_POD(ScheduleShape);
@@ -160,6 +179,7 @@ struct StepPlan {
   std::vector<ChunkSplit> splits;            // the prefill split, zero-context chunks included
   std::vector<PrefillPlan> prefill;          // the chunks launched, in token order
   std::vector<RequestRows> pieces;           // every chunk's requests, chunk after chunk
+  std::vector<ChunkGroup> chunk_groups;      // the chunks as the device packs them
   std::vector<GatherLaunch> gather_launches; // the candidate consumers' prefill launches
 
   bool has_decode() const { return num_decodes > 0; }
@@ -170,7 +190,7 @@ struct StepPlan {
   auto tie() const {
     return std::tie(num_reqs, num_tokens, num_decodes, num_decode_tokens, num_prefills,
                     num_prefill_tokens, max_seq_len, num_prefill_query_start_loc_words, decode,
-                    splits, prefill, pieces, gather_launches);
+                    splits, prefill, pieces, chunk_groups, gather_launches);
   }
 };
 
@@ -211,6 +231,18 @@ struct fmt::formatter<idxplan::PrefillPlan> : idxplan::detail::PlanFormatterBase
                           "pieces=[{}, +{}), qsl_offset={}, use_gather={}}}",
                           p.token_start, p.token_end, p.first_request, p.num_reqs, p.width,
                           p.first_piece, p.num_pieces, p.query_start_loc_offset, p.use_gather);
+  }
+};
+
+template <>
+struct fmt::formatter<idxplan::ChunkGroup> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::ChunkGroup& g, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(),
+                          "ChunkGroup{{first_request={}, num_reqs={}, tokens=[{}, {}), "
+                          "slice_rows={}, word_offset={}}}",
+                          g.first_request, g.num_reqs, g.token_start, g.token_end, g.slice_rows,
+                          g.word_offset);
   }
 };
 

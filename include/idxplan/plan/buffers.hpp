@@ -251,16 +251,9 @@ inline void fill_step_launch(const StepArgs& a) {
 
   const ScheduleShape& s = a.schedule;
   if (!s.present()) return;
-  int64_t total = 0;
-  int32_t live = 0;
-  int32_t max_unit_tiles = 0;
-  for (int32_t u = 0; u < s.work; ++u) {
-    const int32_t tiles = unit_tiles_at(a, u);
-    total += tiles;
-    live += tiles > 0 ? 1 : 0;
-    max_unit_tiles = tiles > max_unit_tiles ? tiles : max_unit_tiles;
-  }
-  const int32_t per_slice = tiles_per_slice(s, total, live, max_unit_tiles);
+  TileStats stats{};
+  for (int32_t u = 0; u < s.work; ++u) stats = TileStats{}(stats, TileStats::of(unit_tiles_at(a, u)));
+  const int32_t per_slice = tiles_per_slice(s, stats.total, stats.live, stats.max_tiles);
   int32_t slot = 0;
   for (int32_t u = 0; u < s.work && slot < s.num_ctas; ++u) {
     const int32_t slices = unit_slices(unit_tiles_at(a, u), per_slice);

@@ -92,9 +92,27 @@ IDXPLAN_HD int32_t tiles_per_slice(const ScheduleShape& s, int64_t total, int32_
   return static_cast<int32_t>(per_slice > floor ? per_slice : floor);
 }
 
+// Slices of a unit with `tiles` tiles. Capped at the most slots a schedule
+// has, which only lengths past max_model_len reach, so the device's int32
+// scan of slices cannot overflow.
 IDXPLAN_HD int32_t unit_slices(int32_t tiles, int32_t per_slice) {
-  return static_cast<int32_t>(detail::ceil_div(tiles, per_slice));
+  const int64_t slices = detail::ceil_div(tiles, per_slice);
+  return static_cast<int32_t>(slices < kMaxScheduleSlots ? slices : kMaxScheduleSlots);
 }
+
+// The step-wide facts tiles_per_slice needs, combined unit by unit (a block
+// reduction on the device, a loop on the CPU).
+struct TileStats {
+  int64_t total = 0;       // tiles over all units
+  int32_t live = 0;        // units with tiles
+  int32_t max_tiles = 0;   // tiles of the largest unit
+
+  IDXPLAN_HD static TileStats of(int32_t tiles) { return TileStats{tiles, tiles > 0 ? 1 : 0, tiles}; }
+  IDXPLAN_HD TileStats operator()(const TileStats& a, const TileStats& b) const {
+    return TileStats{a.total + b.total, a.live + b.live,
+                     a.max_tiles > b.max_tiles ? a.max_tiles : b.max_tiles};
+  }
+};
 
 // One descriptor: the slice of a unit a slot walks. All-zero words are an
 // idle slot (a walk that reads slices <= index does nothing).

@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "idxplan/host_device.hpp"
+
 namespace idxplan {
 
 // One (request slice, query slice) of the prefill split, as the reference's
@@ -89,7 +91,7 @@ struct NativeDecode {
   int32_t next_n = 0;    // rows per sequence
   int32_t num_seqs = 0;  // sequences: the step's decode requests
 
-  constexpr bool present() const { return next_n > 0; }
+  IDXPLAN_HD constexpr bool present() const { return next_n > 0; }
   constexpr auto tie() const { return std::tie(next_n, num_seqs); }
 };
 
@@ -106,7 +108,7 @@ struct ScheduleShape {
   int32_t max_tiles = 0;     // KV tiles one slice walks at most
   bool native = false;       // units are native sequences, not flattened rows
 
-  constexpr bool present() const { return num_ctas > 0; }
+  IDXPLAN_HD constexpr bool present() const { return num_ctas > 0; }
   constexpr auto tie() const {
     return std::tie(num_seqs, rows_per_seq, block_m, row_blocks, work, block_kv, num_ctas,
                     max_tiles, native);

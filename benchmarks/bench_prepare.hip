@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+// GPU time per step of the fused prepare kernel, eager and in graph replay,
+// beside an empty kernel (the floor) and the reference's way of writing the
+// same buffers (one launch per buffer, one per chunk for the packed offsets),
+// timed with device events in the same run. Prints medians.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "idxplan/device/prepare_step.hpp"
+#include "idxplan/idxplan.hpp"
+#include "steps.hpp"
+
+namespace {
+
+using namespace idxplan;
+namespace rt = idxplan::device::rt;
+using device::check;
+
+constexpr int kSteps = 100;     // steps a timing covers
+constexpr int kRepeats = 15;    // timings a median is taken over
+constexpr int kThreads = device::kPrepareThreads;
+
+__global__ void empty_kernel() {}
+// Empty too, but taking the fused kernel's arguments: what passing them costs.
+__global__ void args_kernel(const StepArgs a) {
+  if (a.num_reqs < 0) a.out.context_lens[0] = 0;
+}
+// Keeps the SMs busy for about `ms` so the clocks are up when timing starts.
+__global__ void spin_kernel(int64_t cycles, int32_t* sink) {
+  const int64_t start = clock64();
+  while (clock64() - start < cycles) {}
+  if (threadIdx.x == 0 && blockIdx.x == 0) *sink = 1;
+}
+
+// The reference's launches, one buffer each, from the same bodies.
+__global__ void context_kernel(const StepArgs a) {
+  for (int32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < a.num_reqs; r += gridDim.x * blockDim.x)
+    a.out.context_lens[r] = context_len_at(a, r);
+}
+__global__ void row_lens_kernel(const StepArgs a) {
+  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.num_decode_rows; i += gridDim.x * blockDim.x)
+    a.out.decode_row_lens[i] = decode_row_len_at(a, i);
+}
+__global__ void decode_block_ends_kernel(const StepArgs a) {
+  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.num_decode_rows; i += gridDim.x * blockDim.x)
+    a.out.decode_block_ends[i] = block_end(a.out.decode_row_lens[i], a.candidate_block_size);
+}
+__global__ void block_table_kernel(const StepArgs a) {
+  for (int32_t row = blockIdx.x; row < a.num_decode_rows; row += gridDim.x) {
+    const int32_t r = decode_row_request(a, row);
+    for (int32_t col = threadIdx.x; col < a.num_block_cols; col += blockDim.x)
+      a.out.decode_block_table[int64_t{row} * a.out.decode_block_table_stride + col] =
+          r < 0 ? 0 : a.in.block_table[int64_t{r} * a.in.block_table_stride + col];
+  }
+}
+__global__ void prefill_row_ends_kernel(const StepArgs a) {
+  for (int32_t t = a.num_decode_tokens + blockIdx.x * blockDim.x + threadIdx.x; t < a.num_tokens;
+       t += gridDim.x * blockDim.x)
+    a.out.prefill_row_ends[t - a.num_decode_tokens] = prefill_row_end_at(a, t);
+}
+__global__ void prefill_block_ends_kernel(const StepArgs a) {
+  for (int32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < a.num_tokens - a.num_decode_tokens;
+       t += gridDim.x * blockDim.x)
+    a.out.prefill_block_ends[t] = block_end(a.out.prefill_row_ends[t], a.candidate_block_size);
+}
+__global__ void chunk_qsl_kernel(const int32_t* qsl, int32_t* out, PrefillPlan c) {
+  const int32_t i = threadIdx.x + blockIdx.x * blockDim.x;
+  if (i > c.num_reqs) return;
+  const int32_t loc = qsl[c.first_request + i];
+  out[c.query_start_loc_offset + i] = (loc < c.token_start ? c.token_start : (loc > c.token_end ? c.token_end : loc)) - c.token_start;
+}
+
+int blocks_for(int64_t n) { return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 1024))); }
+
+void baseline_step(const Geometry& g, const StepPlan& plan, const StepArgs& a, device::Stream s) {
+  context_kernel<<<blocks_for(a.num_reqs), 256, 0, s>>>(a);
+  if (a.num_decode_rows > 0) {
+    row_lens_kernel<<<blocks_for(a.num_decode_rows), 256, 0, s>>>(a);
+    if (a.candidate_block_size > 0) decode_block_ends_kernel<<<blocks_for(a.num_decode_rows), 256, 0, s>>>(a);
+    block_table_kernel<<<std::min(a.num_decode_rows, 1024), 256, 0, s>>>(a);
+  }
+  if (a.num_tokens > a.num_decode_tokens) {
+    prefill_row_ends_kernel<<<blocks_for(a.num_tokens - a.num_decode_tokens), 256, 0, s>>>(a);
+    if (a.candidate_block_size > 0)
+      prefill_block_ends_kernel<<<blocks_for(a.num_tokens - a.num_decode_tokens), 256, 0, s>>>(a);
+  }
+  for (const PrefillPlan& c : plan.prefill) {
+    chunk_qsl_kernel<<<(c.num_reqs + 256) / 256, 256, 0, s>>>(a.in.query_start_loc, a.out.prefill_query_start_loc, c);
+  }
+  if (a.schedule.present()) {
+    // The scheduler alone, as its own launch.
+    StepArgs only = a;
+    only.num_reqs = only.num_decode_rows = only.num_groups = 0;
+    only.word_begin = only.word_end = 0;
+    only.num_tokens = only.num_decode_tokens;
+    device::detail::prepare_step_kernel<<<device::prepare_grid(g, only), kThreads, 0, s>>>(only);
+  }
+}
+
+struct Timer {
+  device::Stream stream;
+  rt::Event start{}, stop{};
+  explicit Timer(device::Stream s) : stream(s) {
+    check(rt::event_create(&start), "event");
+    check(rt::event_create(&stop), "event");
+  }
+  // Median GPU microseconds per call of `step` over kSteps calls.
+  double eager(const std::function<void()>& step) const {
+    static device::DeviceArray<int32_t> sink(1);
+    spin_kernel<<<264, 128, 0, stream>>>(int64_t{40} << 20, sink.data());  // ~20 ms at 2 GHz
+    std::vector<double> us;
+    for (int rep = 0; rep < kRepeats + 2; ++rep) {
+      check(rt::event_record(start, stream), "record");
+      for (int i = 0; i < kSteps; ++i) step();
+      check(rt::event_record(stop, stream), "record");
+      check(rt::stream_synchronize(stream), "sync");
+      float ms = 0;
+      check(rt::event_elapsed_ms(&ms, start, stop), "elapsed");
+      if (rep >= 2) us.push_back(1000.0 * ms / kSteps);  // two warm-ups
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  }
+  // The same, for `step` captured once into a graph and replayed.
+  double graph(const std::function<void()>& step) const {
+    rt::Graph graph = nullptr;
+    rt::GraphExec exec = nullptr;
+    check(rt::begin_capture(stream), "capture");
+    step();
+    check(rt::end_capture(stream, &graph), "capture");
+    check(rt::graph_instantiate(&exec, graph), "instantiate");
+    const double us = eager([&] { check(rt::graph_launch(exec, stream), "graph launch"); });
+    (void)rt::graph_exec_destroy(exec);
+    (void)rt::graph_destroy(graph);
+    return us;
+  }
+};
+
+template <class T>
+device::DeviceArray<T> upload(const std::vector<T>& v) {
+  device::DeviceArray<T> d(std::max<std::size_t>(v.size(), 1));
+  check(rt::memcpy_to_device(d.data(), v.data(), v.size() * sizeof(T)), "upload");
+  return d;
+}
+
+void run_case(const char* name, int32_t compute_units, const bench::BenchStep& step, bool table, device::Stream s) {
+  IndexerConfig c = bench::deepseek_config();
+  c.num_compute_units = compute_units;
+  c.max_num_seqs = 4096;
+  c.max_num_batched_tokens = 32768;
+  const Geometry g = make_geometry(c);
+  const device::StepBuffers buffers(g);
+  StepPlan plan;
+  plan_step(g, step.query_start_loc, step.seq_lens, kUnpaddedTokens, plan);
+  if (!table) plan.decode.num_block_cols = 0;
+  std::vector<int32_t> block_table(step.seq_lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq), 7);
+  const auto qsl = upload(step.query_start_loc);
+  const auto lens = upload(step.seq_lens);
+  const auto bt = upload(block_table);
+  const StepInputs in{lens.data(), qsl.data(), bt.data(), g.max_blocks_per_seq};
+  const StepArgs args = make_step_args(g, plan, in, buffers.outputs());
+  const Timer timer(s);
+  const auto fused = [&] { device::enqueue(g, plan, in, buffers, s); };
+  const auto reference = [&] { baseline_step(g, plan, args, s); };
+  const auto empty = [&] { empty_kernel<<<1, 1, 0, s>>>(); };
+  const auto with_args = [&] { args_kernel<<<device::prepare_grid(g, args), kThreads, 0, s>>>(args); };
+  const double e_eager = timer.eager(empty), e_graph = timer.graph(empty);
+  const double a_graph = timer.graph(with_args);
+  const double f_eager = timer.eager(fused), f_graph = timer.graph(fused);
+  const double r_eager = timer.eager(reference), r_graph = timer.graph(reference);
+  check(rt::last_error(), "launches");
+  std::printf("%-22s %6d %7d %6d | %7.2f %7.2f %7.2f | %7.2f %7.2f %5.2fx | %7.2f %7.2f %5.2fx\n",
+              name, plan.decode.num_rows, plan.decode.schedule.num_ctas, plan.decode.num_block_cols,
+              e_eager, e_graph, a_graph, f_eager, f_graph, f_graph / e_graph, r_eager, r_graph,
+              r_graph / f_graph);
+}
+
+}  // namespace
+
+int main() {
+  if (device::device_count() == 0) {
+    std::printf("idxplan_bench_prepare: no GPU on this machine, nothing to time\n");
+    return 0;
+  }
+  device::Stream s = nullptr;
+  check(rt::stream_create(&s), "stream");
+  std::printf("median GPU microseconds per step over %d steps, %d timings; num_compute_units as planned\n",
+              kSteps, kRepeats);
+  std::printf("%-22s %6s %7s %6s | %7s %7s %7s | %7s %7s %6s | %7s %7s %6s\n", "step", "rows",
+              "slots", "cols", "empty", "graph", "+args", "fused", "graph", "/empty", "ref", "graph",
+              "/fused");
+  for (const bool table : {true, false}) {
+    for (const int32_t n : {4, 64, 256, 1024, 4096}) {
+      const std::string name = "decode_" + std::to_string(n) + (table ? "" : " no-table");
+      run_case(name.c_str(), n == 4096 ? 512 : 256, bench::mtp_decodes(n), table, s);
+    }
+    run_case(table ? "mixed_1024" : "mixed_1024 no-table", 256, bench::mixed_1024(), table, s);
+  }
+  (void)rt::stream_destroy(s);
+  return 0;
+}

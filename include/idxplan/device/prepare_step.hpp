@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// The fused prepare kernel: one launch a step fills every step buffer from the
+// device lengths and the host plan (DESIGN.md section 6). Its bodies are the
+// CPU reference's, from plan/buffers.hpp, called unchanged. enqueue() neither
+// allocates nor synchronises nor reads device memory, so it can be captured
+// in a graph.
+
+#include <algorithm>
+#include <cstdint>
+
+#include "idxplan/config.hpp"
+#include "idxplan/device/runtime.hpp"
+#include "idxplan/device/scan.hpp"
+#include "idxplan/device/step_buffers.hpp"
+#include "idxplan/plan/buffers.hpp"
+#include "idxplan/plan/types.hpp"
+
+namespace idxplan::device {
+
+// Threads a block; also the schedule slots a block writes.
+inline constexpr int kPrepareThreads = 1024;
+
+namespace detail {
+
+// The decode schedule, by one block: every block computes the step-wide
+// stats and the scan of the units' slices itself (a few thousand units at
+// most), then writes its own kPrepareThreads slots, so the blocks need no
+// sync between them. `first` is kMaxScheduleUnits + 1 words of shared memory.
+__device__ inline void write_schedule_slots(const StepArgs& a, int32_t* first) {
+  using Primitives = BlockPrimitives<kPrepareThreads>;
+  __shared__ typename Primitives::TempStorage temp;
+  // Shared memory takes no initialised types: the stats as plain words.
+  __shared__ int64_t stats_total;
+  __shared__ int32_t stats_live, stats_max;
+  const ScheduleShape& s = a.schedule;
+  const int tid = static_cast<int>(threadIdx.x);
+
+  TileStats mine{};
+  for (int32_t u = tid; u < s.work; u += kPrepareThreads) {
+    const int32_t tiles = unit_tiles_at(a, u);
+    first[u] = tiles;  // each thread rereads only its own units below
+    mine = TileStats{}(mine, TileStats::of(tiles));
+  }
+  const TileStats all = Primitives::reduce(mine, temp);
+  if (tid == 0) {
+    stats_total = all.total;
+    stats_live = all.live;
+    stats_max = all.max_tiles;
+  }
+  __syncthreads();
+  const int32_t per_slice = tiles_per_slice(s, stats_total, stats_live, stats_max);
+
+  int32_t carry = 0;
+  for (int32_t base = 0; base < s.work; base += kPrepareThreads) {
+    const int32_t u = base + tid;
+    const int32_t slices = u < s.work ? unit_slices(first[u], per_slice) : 0;
+    int32_t sum = 0;
+    const int32_t before = Primitives::exclusive_sum(slices, sum, temp);
+    if (u < s.work) first[u] = carry + before;
+    carry += sum;
+    __syncthreads();  // temp is reused
+  }
+  if (tid == 0) first[s.work] = carry;
+  __syncthreads();
+
+  const int32_t slot = static_cast<int32_t>(blockIdx.x) * kPrepareThreads + tid;
+  if (slot >= s.num_ctas) return;
+  int4 words = make_int4(0, 0, 0, 0);
+  if (slot < first[s.work]) {
+    // The unit whose slices hold the slot: the last u with first[u] <= slot.
+    const int32_t u = find_request(first, 0, s.work, slot);
+    const Descriptor d = unit_descriptor(s, u, slot - first[u], first[u + 1] - first[u]);
+    words = make_int4(d.seq, d.blk, d.slice, d.slices);
+  }
+  reinterpret_cast<int4*>(a.out.decode_schedule)[slot] = words;
+}
+
+__global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const StepArgs a) {
+  constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
+  __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
+  __shared__ int32_t first[kMaxScheduleUnits + 1];
+  const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t start = int64_t{blockIdx.x} * kPrepareThreads + tid;
+  const int64_t stride = int64_t{gridDim.x} * kPrepareThreads;
+
+  // Stage the launch's chunk groups (kernel arguments) in shared memory.
+  for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
+    group_words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
+  }
+  __syncthreads();
+  for (int64_t w = a.word_begin + start; w < a.word_end; w += stride) {
+    const auto word = static_cast<int32_t>(w);
+    a.out.prefill_query_start_loc[word] = prefill_query_start_loc_at(a, groups, word);
+  }
+  if (a.packing_only) return;
+
+  for (int64_t r = start; r < a.num_reqs; r += stride) {
+    a.out.context_lens[r] = context_len_at(a, static_cast<int32_t>(r));
+  }
+  for (int64_t i = start; i < a.num_decode_rows; i += stride) {
+    const int32_t len = decode_row_len_at(a, static_cast<int32_t>(i));
+    a.out.decode_row_lens[i] = len;
+    if (a.candidate_block_size > 0) a.out.decode_block_ends[i] = block_end(len, a.candidate_block_size);
+  }
+  // The decode block table, a row a block at a time.
+  for (int32_t row = static_cast<int32_t>(blockIdx.x); row < a.num_decode_rows;
+       row += static_cast<int32_t>(gridDim.x)) {
+    const int32_t r = decode_row_request(a, row);
+    int32_t* dst = a.out.decode_block_table + int64_t{row} * a.out.decode_block_table_stride;
+    const int32_t* src = a.in.block_table + int64_t{r < 0 ? 0 : r} * a.in.block_table_stride;
+    for (int32_t col = tid; col < a.num_block_cols; col += kPrepareThreads) {
+      dst[col] = r < 0 ? 0 : src[col];
+    }
+  }
+  for (int64_t t = a.num_decode_tokens + start; t < a.num_tokens; t += stride) {
+    const int32_t end = prefill_row_end_at(a, static_cast<int32_t>(t));
+    a.out.prefill_row_ends[t - a.num_decode_tokens] = end;
+    if (a.candidate_block_size > 0) {
+      a.out.prefill_block_ends[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+    }
+  }
+  if (a.schedule.present() &&
+      static_cast<int64_t>(blockIdx.x) * kPrepareThreads < a.schedule.num_ctas) {
+    write_schedule_slots(a, first);
+  }
+}
+
+}  // namespace detail
+
+// Blocks one launch takes: enough for the schedule's slots, and for the
+// per-index buffers up to two blocks a CU.
+inline int32_t prepare_grid(const Geometry& g, const StepArgs& a) {
+  const int64_t t = kPrepareThreads;
+  const int64_t slots = a.schedule.present() ? (a.schedule.num_ctas + t - 1) / t : 0;
+  int64_t items = std::max<int64_t>(a.word_end - a.word_begin, 0);
+  if (!a.packing_only) {
+    items = std::max<int64_t>({items, a.num_reqs, a.num_decode_rows,
+                               int64_t{a.num_tokens} - a.num_decode_tokens});
+  }
+  int64_t blocks = (items + t - 1) / t;
+  if (!a.packing_only && a.num_block_cols > 0) blocks = std::max<int64_t>(blocks, a.num_decode_rows);
+  blocks = std::min<int64_t>(blocks, 2 * int64_t{g.config.num_compute_units});
+  return static_cast<int32_t>(std::max<int64_t>({blocks, slots, 1}));
+}
+
+// Enqueues the step's launch on `stream` (a step past kMaxLaunchGroups chunk
+// groups adds a packing-only launch per further 128). `inputs` are device
+// pointers: the exact seq_lens, query_start_loc and block table.
+inline void enqueue(const Geometry& g, const StepPlan& plan, const StepInputs& inputs,
+                    const StepBuffers& buffers, Stream stream) {
+  const int32_t launches = num_step_launches(plan);
+  for (int32_t k = 0; k < launches; ++k) {
+    const StepArgs args = make_step_args(g, plan, inputs, buffers.outputs(), k);
+    detail::prepare_step_kernel<<<prepare_grid(g, args), kPrepareThreads, 0, stream>>>(args);
+    check(rt::last_error(), "prepare_step_kernel launch");
+  }
+}
+
+}  // namespace idxplan::device

@@ -78,7 +78,7 @@ __global__ void chunk_qsl_kernel(const int32_t* qsl, int32_t* out, PrefillPlan c
 
 int blocks_for(int64_t n) { return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 1024))); }
 
-void baseline_step(const Geometry& g, const StepPlan& plan, const StepArgs& a, device::Stream s) {
+void baseline_step(const StepPlan& plan, const StepArgs& a, device::Stream s) {
   context_kernel<<<blocks_for(a.num_reqs), 256, 0, s>>>(a);
   if (a.num_decode_rows > 0) {
     row_lens_kernel<<<blocks_for(a.num_decode_rows), 256, 0, s>>>(a);
@@ -99,7 +99,8 @@ void baseline_step(const Geometry& g, const StepPlan& plan, const StepArgs& a, d
     only.num_reqs = only.num_decode_rows = only.num_groups = 0;
     only.word_begin = only.word_end = 0;
     only.num_tokens = only.num_decode_tokens;
-    device::detail::prepare_step_kernel<<<device::prepare_grid(g, only), kThreads, 0, s>>>(only);
+    device::detail::prepare_step_kernel<<<device::prepare_grid(only, 1), kThreads,
+                                          device::schedule_shared_bytes(only), s>>>(only);
   }
 }
 
@@ -167,9 +168,9 @@ void run_case(const char* name, int32_t compute_units, const bench::BenchStep& s
   const StepArgs args = make_step_args(g, plan, in, buffers.outputs());
   const Timer timer(s);
   const auto fused = [&] { device::enqueue(g, plan, in, buffers, s); };
-  const auto reference = [&] { baseline_step(g, plan, args, s); };
+  const auto reference = [&] { baseline_step(plan, args, s); };
   const auto empty = [&] { empty_kernel<<<1, 1, 0, s>>>(); };
-  const auto with_args = [&] { args_kernel<<<device::prepare_grid(g, args), kThreads, 0, s>>>(args); };
+  const auto with_args = [&] { args_kernel<<<device::prepare_grid(args, buffers.max_blocks()), kThreads, 0, s>>>(args); };
   const double e_eager = timer.eager(empty), e_graph = timer.graph(empty);
   const double a_graph = timer.graph(with_args);
   const double f_eager = timer.eager(fused), f_graph = timer.graph(fused);

@@ -20,15 +20,16 @@
 
 namespace idxplan::device {
 
-// Threads a block; also the schedule slots a block writes.
-inline constexpr int kPrepareThreads = 1024;
+// Threads a block, and the schedule slots a block writes (four a thread).
+inline constexpr int kPrepareThreads = 256;
+inline constexpr int kSlotsPerBlock = 4 * kPrepareThreads;
 
 namespace detail {
 
 // The decode schedule, by one block: every block computes the step-wide
 // stats and the scan of the units' slices itself (a few thousand units at
-// most), then writes its own kPrepareThreads slots, so the blocks need no
-// sync between them. `first` is kMaxScheduleUnits + 1 words of shared memory.
+// most), then writes its own kSlotsPerBlock slots, so the blocks need no
+// sync between them. `first` is work + 1 words of dynamic shared memory.
 __device__ inline void write_schedule_slots(const StepArgs& a, int32_t* first) {
   using Primitives = BlockPrimitives<kPrepareThreads>;
   __shared__ typename Primitives::TempStorage temp;
@@ -38,11 +39,21 @@ __device__ inline void write_schedule_slots(const StepArgs& a, int32_t* first) {
   const ScheduleShape& s = a.schedule;
   const int tid = static_cast<int>(threadIdx.x);
 
+  // Each thread takes kItems consecutive units of every kUnitsPerPass, so
+  // its loads are independent and one scan covers them.
+  constexpr int kItems = 4;
+  constexpr int32_t kUnitsPerPass = kItems * kPrepareThreads;
   TileStats mine{};
-  for (int32_t u = tid; u < s.work; u += kPrepareThreads) {
-    const int32_t tiles = unit_tiles_at(a, u);
-    first[u] = tiles;  // each thread rereads only its own units below
-    mine = TileStats{}(mine, TileStats::of(tiles));
+  for (int32_t base = 0; base < s.work; base += kUnitsPerPass) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int32_t u = base + tid * kItems + k;
+      if (u < s.work) {
+        const int32_t tiles = unit_tiles_at(a, u);
+        first[u] = tiles;  // only this thread reads it back, below
+        mine = TileStats{}(mine, TileStats::of(tiles));
+      }
+    }
   }
   const TileStats all = Primitives::reduce(mine, temp);
   if (tid == 0) {
@@ -54,38 +65,67 @@ __device__ inline void write_schedule_slots(const StepArgs& a, int32_t* first) {
   const int32_t per_slice = tiles_per_slice(s, stats_total, stats_live, stats_max);
 
   int32_t carry = 0;
-  for (int32_t base = 0; base < s.work; base += kPrepareThreads) {
-    const int32_t u = base + tid;
-    const int32_t slices = u < s.work ? unit_slices(first[u], per_slice) : 0;
+  for (int32_t base = 0; base < s.work; base += kUnitsPerPass) {
+    int32_t slices[kItems];
+    int32_t own = 0;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int32_t u = base + tid * kItems + k;
+      slices[k] = u < s.work ? unit_slices(first[u], per_slice) : 0;
+      own += slices[k];
+    }
     int32_t sum = 0;
-    const int32_t before = Primitives::exclusive_sum(slices, sum, temp);
-    if (u < s.work) first[u] = carry + before;
+    int32_t running = carry + Primitives::exclusive_sum(own, sum, temp);
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int32_t u = base + tid * kItems + k;
+      if (u < s.work) first[u] = running;
+      running += slices[k];
+    }
     carry += sum;
     __syncthreads();  // temp is reused
   }
   if (tid == 0) first[s.work] = carry;
   __syncthreads();
 
-  const int32_t slot = static_cast<int32_t>(blockIdx.x) * kPrepareThreads + tid;
-  if (slot >= s.num_ctas) return;
-  int4 words = make_int4(0, 0, 0, 0);
-  if (slot < first[s.work]) {
-    // The unit whose slices hold the slot: the last u with first[u] <= slot.
-    const int32_t u = find_request(first, 0, s.work, slot);
-    const Descriptor d = unit_descriptor(s, u, slot - first[u], first[u + 1] - first[u]);
-    words = make_int4(d.seq, d.blk, d.slice, d.slices);
+  const int32_t end = first[s.work];
+  for (int32_t k = 0; k < kSlotsPerBlock / kPrepareThreads; ++k) {
+    const int32_t slot = static_cast<int32_t>(blockIdx.x) * kSlotsPerBlock + k * kPrepareThreads + tid;
+    if (slot >= s.num_ctas) break;
+    int4 words = make_int4(0, 0, 0, 0);
+    if (slot < end) {
+      // The unit whose slices hold the slot: the last u with first[u] <= slot.
+      const int32_t u = find_request(first, 0, s.work, slot);
+      const Descriptor d = unit_descriptor(s, u, slot - first[u], first[u + 1] - first[u]);
+      words = make_int4(d.seq, d.blk, d.slice, d.slices);
+    }
+    reinterpret_cast<int4*>(a.out.decode_schedule)[slot] = words;
   }
-  reinterpret_cast<int4*>(a.out.decode_schedule)[slot] = words;
+}
+
+// Blocks that write the schedule's slots; the rest of the grid (or all of it,
+// when it has no other blocks) writes the per-index buffers.
+IDXPLAN_HD int32_t schedule_blocks(const StepArgs& a) {
+  return a.schedule.present() && !a.packing_only
+             ? (a.schedule.num_ctas + kSlotsPerBlock - 1) / kSlotsPerBlock
+             : 0;
 }
 
 __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const StepArgs a) {
   constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
   __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
-  __shared__ int32_t first[kMaxScheduleUnits + 1];
+  extern __shared__ int32_t first[];  // schedule_shared_bytes()
   const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
   const int tid = static_cast<int>(threadIdx.x);
-  const int64_t start = int64_t{blockIdx.x} * kPrepareThreads + tid;
-  const int64_t stride = int64_t{gridDim.x} * kPrepareThreads;
+
+  const int32_t slot_blocks = schedule_blocks(a);
+  if (static_cast<int32_t>(blockIdx.x) < slot_blocks) {
+    write_schedule_slots(a, first);
+    if (static_cast<int32_t>(gridDim.x) > slot_blocks) return;  // others do the rest
+  }
+  const int32_t offset = static_cast<int32_t>(gridDim.x) > slot_blocks ? slot_blocks : 0;
+  const int64_t start = int64_t{static_cast<int32_t>(blockIdx.x) - offset} * kPrepareThreads + tid;
+  const int64_t stride = int64_t{static_cast<int32_t>(gridDim.x) - offset} * kPrepareThreads;
 
   // Stage the launch's chunk groups (kernel arguments) in shared memory.
   for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
@@ -106,15 +146,15 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
     a.out.decode_row_lens[i] = len;
     if (a.candidate_block_size > 0) a.out.decode_block_ends[i] = block_end(len, a.candidate_block_size);
   }
-  // The decode block table, a row a block at a time.
-  for (int32_t row = static_cast<int32_t>(blockIdx.x); row < a.num_decode_rows;
-       row += static_cast<int32_t>(gridDim.x)) {
+  // The decode block table, four consecutive columns a thread.
+  const int32_t quads = (a.num_block_cols + 3) / 4;
+  for (int64_t q = start; q < int64_t{a.num_decode_rows} * quads; q += stride) {
+    const auto row = static_cast<int32_t>(q / quads);
+    const int32_t col = static_cast<int32_t>(q % quads) * 4;
     const int32_t r = decode_row_request(a, row);
     int32_t* dst = a.out.decode_block_table + int64_t{row} * a.out.decode_block_table_stride;
     const int32_t* src = a.in.block_table + int64_t{r < 0 ? 0 : r} * a.in.block_table_stride;
-    for (int32_t col = tid; col < a.num_block_cols; col += kPrepareThreads) {
-      dst[col] = r < 0 ? 0 : src[col];
-    }
+    for (int32_t c = col; c < col + 4 && c < a.num_block_cols; ++c) dst[c] = r < 0 ? 0 : src[c];
   }
   for (int64_t t = a.num_decode_tokens + start; t < a.num_tokens; t += stride) {
     const int32_t end = prefill_row_end_at(a, static_cast<int32_t>(t));
@@ -123,28 +163,27 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
       a.out.prefill_block_ends[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
     }
   }
-  if (a.schedule.present() &&
-      static_cast<int64_t>(blockIdx.x) * kPrepareThreads < a.schedule.num_ctas) {
-    write_schedule_slots(a, first);
-  }
 }
 
 }  // namespace detail
 
-// Blocks one launch takes: enough for the schedule's slots, and for the
-// per-index buffers up to two blocks a CU.
-inline int32_t prepare_grid(const Geometry& g, const StepArgs& a) {
+// Dynamic shared memory of a launch: the schedule's scan, work + 1 words.
+inline std::size_t schedule_shared_bytes(const StepArgs& a) {
+  return a.schedule.present() ? sizeof(int32_t) * (static_cast<std::size_t>(a.schedule.work) + 1) : 0;
+}
+
+// Blocks one launch takes: the schedule's, then enough for the per-index
+// buffers, up to `max_blocks` (a few a CU of the GPU it runs on).
+inline int32_t prepare_grid(const StepArgs& a, int32_t max_blocks) {
   const int64_t t = kPrepareThreads;
-  const int64_t slots = a.schedule.present() ? (a.schedule.num_ctas + t - 1) / t : 0;
   int64_t items = std::max<int64_t>(a.word_end - a.word_begin, 0);
   if (!a.packing_only) {
-    items = std::max<int64_t>({items, a.num_reqs, a.num_decode_rows,
+    const int64_t quads = (a.num_block_cols + 3) / 4;
+    items = std::max<int64_t>({items, a.num_reqs, a.num_decode_rows * quads,
                                int64_t{a.num_tokens} - a.num_decode_tokens});
   }
-  int64_t blocks = (items + t - 1) / t;
-  if (!a.packing_only && a.num_block_cols > 0) blocks = std::max<int64_t>(blocks, a.num_decode_rows);
-  blocks = std::min<int64_t>(blocks, 2 * int64_t{g.config.num_compute_units});
-  return static_cast<int32_t>(std::max<int64_t>({blocks, slots, 1}));
+  const int64_t blocks = std::min<int64_t>((items + t - 1) / t, max_blocks);
+  return static_cast<int32_t>(std::max<int64_t>(detail::schedule_blocks(a) + blocks, 1));
 }
 
 // Enqueues the step's launch on `stream` (a step past kMaxLaunchGroups chunk
@@ -155,7 +194,8 @@ inline void enqueue(const Geometry& g, const StepPlan& plan, const StepInputs& i
   const int32_t launches = num_step_launches(plan);
   for (int32_t k = 0; k < launches; ++k) {
     const StepArgs args = make_step_args(g, plan, inputs, buffers.outputs(), k);
-    detail::prepare_step_kernel<<<prepare_grid(g, args), kPrepareThreads, 0, stream>>>(args);
+    detail::prepare_step_kernel<<<prepare_grid(args, buffers.max_blocks()), kPrepareThreads,
+                                  schedule_shared_bytes(args), stream>>>(args);
     check(rt::last_error(), "prepare_step_kernel launch");
   }
 }

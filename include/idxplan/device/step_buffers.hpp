@@ -27,7 +27,8 @@ class StepBuffers {
         prefill_row_ends_(words(sizes_.prefill_rows)),
         prefill_block_ends_(words(sizes_.prefill_rows)),
         prefill_query_start_loc_(words(sizes_.prefill_query_start_loc)),
-        decode_schedule_(words(sizes_.decode_schedule)) {}
+        decode_schedule_(words(sizes_.decode_schedule)),
+        max_blocks_(4 * query_compute_units()) {}
 
   // The pointers the kernel writes through and the consumers read.
   StepOutputs outputs() const {
@@ -37,6 +38,9 @@ class StepBuffers {
                        prefill_query_start_loc_.data(), decode_schedule_.data(), stride_};
   }
   const StepBufferSizes& sizes() const { return sizes_; }
+  // Blocks a launch spreads its per-index work over: four a CU of the GPU
+  // the buffers live on (not the planned target's CU count).
+  int32_t max_blocks() const { return max_blocks_; }
 
  private:
   static std::size_t words(int64_t n) { return static_cast<std::size_t>(n); }
@@ -51,6 +55,7 @@ class StepBuffers {
   DeviceArray<int32_t> prefill_block_ends_;
   DeviceArray<int32_t> prefill_query_start_loc_;
   DeviceArray<int32_t> decode_schedule_;
+  int32_t max_blocks_;
 };
 
 }  // namespace idxplan::device

@@ -81,6 +81,7 @@ struct StepArgs {
   int32_t num_reqs = 0;
   int32_t num_decodes = 0;
   int32_t num_decode_rows = 0;  // decode tokens when the step has decodes, else 0
+  int32_t num_real_decode_rows = 0;  // qsl[num_decodes]: rows past it are graph padding
   int32_t native_next_n = 0;    // rows per decode request when native, else 0
   int32_t num_block_cols = 0;
   int32_t num_decode_tokens = 0;
@@ -114,6 +115,7 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   a.num_reqs = plan.num_reqs;
   a.num_decodes = plan.num_decodes;
   a.num_decode_rows = plan.decode.num_rows;
+  a.num_real_decode_rows = plan.decode.num_real_rows;
   a.native_next_n = plan.decode.native.next_n;
   a.num_block_cols = plan.decode.num_block_cols;
   a.num_decode_tokens = plan.num_decode_tokens;
@@ -147,8 +149,11 @@ IDXPLAN_HD int32_t context_len_at(const StepArgs& a, int32_t r) {
 }
 
 // The request decode row i belongs to, or -1 for a graph padding row.
+// The host's query_start_loc is the device's, so the plan's row counts and
+// native shape stand for device reads: a native request r holds rows
+// [r * next_n, (r + 1) * next_n).
 IDXPLAN_HD int32_t decode_row_request(const StepArgs& a, int32_t i) {
-  if (i >= a.in.query_start_loc[a.num_decodes]) return -1;
+  if (i >= a.num_real_decode_rows) return -1;
   // Native: every real request has next_n rows, so no search.
   if (a.native_next_n > 0) return i / a.native_next_n;
   return find_request(a.in.query_start_loc, 0, a.num_decodes, i);
@@ -157,6 +162,10 @@ IDXPLAN_HD int32_t decode_row_request(const StepArgs& a, int32_t i) {
 IDXPLAN_HD int32_t decode_row_len_at(const StepArgs& a, int32_t i) {
   const int32_t r = decode_row_request(a, i);
   if (r < 0) return 0;
+  if (a.native_next_n > 0) {
+    return decode_row_len(a.in.seq_lens[r], a.native_next_n, i - r * a.native_next_n,
+                          a.compress_ratio);
+  }
   const int32_t start = a.in.query_start_loc[r];
   return decode_row_len(a.in.seq_lens[r], a.in.query_start_loc[r + 1] - start, i - start,
                         a.compress_ratio);

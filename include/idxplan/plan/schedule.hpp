@@ -132,3 +132,12 @@ IDXPLAN_HD Descriptor unit_descriptor(const ScheduleShape& s, int32_t unit, int3
 }
 
 }  // namespace idxplan
+
+template <>
+struct fmt::formatter<idxplan::Descriptor> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::Descriptor& d, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "Descriptor{{seq={}, blk={}, slice={}/{}}}", d.seq, d.blk,
+                          d.slice, d.slices);
+  }
+};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "idxplan/host_device.hpp"
 
@@ -290,11 +291,27 @@ struct fmt::formatter<idxplan::DecodePlan> : idxplan::detail::PlanFormatterBase 
   }
 };
 
+template <>
+struct fmt::formatter<idxplan::StepPlan> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::StepPlan& p, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(),
+                          "StepPlan{{num_reqs={}, num_tokens={}, decodes={} ({} tokens), "
+                          "prefills={} ({} tokens), max_seq_len={}, qsl_words={}, decode={}, "
+                          "splits=[{}], prefill=[{}], pieces=[{}], chunk_groups=[{}], "
+                          "gather_launches=[{}]}}",
+                          p.num_reqs, p.num_tokens, p.num_decodes, p.num_decode_tokens,
+                          p.num_prefills, p.num_prefill_tokens, p.max_seq_len,
+                          p.num_prefill_query_start_loc_words, p.decode, fmt::join(p.splits, ", "),
+                          fmt::join(p.prefill, ", "), fmt::join(p.pieces, ", "),
+                          fmt::join(p.chunk_groups, ", "), fmt::join(p.gather_launches, ", "));
+  }
+};
+
 namespace idxplan {
 
 // GoogleTest and iostreams print plan structs through their formatters.
-template <class T, std::enable_if_t<detail::is_plan_struct<T>::value &&
-                                        std::is_trivially_copyable_v<T>, int> = 0>
+template <class T, std::enable_if_t<detail::is_plan_struct<T>::value, int> = 0>
 std::ostream& operator<<(std::ostream& os, const T& value) {
   return os << fmt::format("{}", value);
 }

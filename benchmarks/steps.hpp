@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "idxplan/config.hpp"
+#include "idxplan/presets.hpp"
 
 namespace idxplan::bench {
 
@@ -17,23 +17,7 @@ struct BenchStep {
   std::vector<int32_t> seq_lens;
 };
 
-inline IndexerConfig deepseek_config() {
-  IndexerConfig c;
-  c.num_heads = 64;
-  c.head_dim = 128;
-  c.block_size = 128;
-  c.compress_ratio = 4;
-  c.num_speculative_tokens = 1;
-  c.max_model_len = 1048576;
-  c.candidate_block_size = 8;
-  c.candidate_topk_blocks = 2048;
-  c.sparse_logits = true;
-  c.max_logits_mb = 512;
-  c.num_compute_units = 256;
-  c.max_num_seqs = 1024;
-  c.max_num_batched_tokens = 65536;
-  return c;
-}
+inline IndexerConfig deepseek_config() { return deepseek_v41_config(256); }
 
 // Contexts spread over 1K to 200K tokens, deterministically.
 inline int32_t spread_context(int32_t r) { return 1024 + (r * 104729) % (200000 - 1024); }

@@ -12,23 +12,7 @@
 namespace idxplan::test {
 
 // The DeepSeek-V4.1-sized indexer of DESIGN.md section 7 on a 256-CU GPU.
-inline IndexerConfig deepseek_config() {
-  IndexerConfig c;
-  c.num_heads = 64;
-  c.head_dim = 128;
-  c.block_size = 128;
-  c.compress_ratio = 4;
-  c.num_speculative_tokens = 1;
-  c.max_model_len = 1048576;
-  c.candidate_block_size = 8;
-  c.candidate_topk_blocks = 2048;
-  c.sparse_logits = true;
-  c.max_logits_mb = 512;
-  c.num_compute_units = 256;
-  c.max_num_seqs = 1024;
-  c.max_num_batched_tokens = 65536;
-  return c;
-}
+inline IndexerConfig deepseek_config() { return deepseek_v41_config(256); }
 
 // Host buffers for the CPU reference, sized from a geometry.
 struct HostBuffers {

@@ -18,4 +18,5 @@
 #include "idxplan/plan/split.hpp"
 #include "idxplan/plan/step.hpp"
 #include "idxplan/plan/types.hpp"
+#include "idxplan/presets.hpp"
 #include "idxplan/version.hpp"

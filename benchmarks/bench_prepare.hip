@@ -175,11 +175,25 @@ void run_case(const char* name, int32_t compute_units, const bench::BenchStep& s
   const double a_graph = timer.graph(with_args);
   const double f_eager = timer.eager(fused), f_graph = timer.graph(fused);
   const double r_eager = timer.eager(reference), r_graph = timer.graph(reference);
+  // The fused kernel's two halves apart: the schedule alone, and the rest alone.
+  StepArgs schedule_only = args;
+  schedule_only.num_reqs = schedule_only.num_decode_rows = schedule_only.num_groups = 0;
+  schedule_only.word_begin = schedule_only.word_end = 0;
+  schedule_only.num_tokens = schedule_only.num_decode_tokens;
+  StepArgs rest = args;
+  rest.schedule = ScheduleShape{};
+  const auto launch = [&](const StepArgs& x) {
+    return [&, x] {
+      device::detail::prepare_step_kernel<<<device::prepare_grid(x, buffers.max_blocks()), kThreads,
+                                            device::schedule_shared_bytes(x), s>>>(x);
+    };
+  };
+  const double s_graph = timer.graph(launch(schedule_only)), n_graph = timer.graph(launch(rest));
   check(rt::last_error(), "launches");
-  std::printf("%-22s %6d %7d %6d | %7.2f %7.2f %7.2f | %7.2f %7.2f %5.2fx | %7.2f %7.2f %5.2fx\n",
+  std::printf("%-22s %6d %7d %6d | %7.2f %7.2f %7.2f | %7.2f %7.2f %5.2fx | %7.2f %7.2f | %7.2f %7.2f %5.2fx\n",
               name, plan.decode.num_rows, plan.decode.schedule.num_ctas, plan.decode.num_block_cols,
-              e_eager, e_graph, a_graph, f_eager, f_graph, f_graph / e_graph, r_eager, r_graph,
-              r_graph / f_graph);
+              e_eager, e_graph, a_graph, f_eager, f_graph, f_graph / e_graph, s_graph, n_graph,
+              r_eager, r_graph, r_graph / f_graph);
 }
 
 }  // namespace
@@ -193,9 +207,9 @@ int main() {
   check(rt::stream_create(&s), "stream");
   std::printf("median GPU microseconds per step over %d steps, %d timings; num_compute_units as planned\n",
               kSteps, kRepeats);
-  std::printf("%-22s %6s %7s %6s | %7s %7s %7s | %7s %7s %6s | %7s %7s %6s\n", "step", "rows",
-              "slots", "cols", "empty", "graph", "+args", "fused", "graph", "/empty", "ref", "graph",
-              "/fused");
+  std::printf("%-22s %6s %7s %6s | %7s %7s %7s | %7s %7s %6s | %7s %7s | %7s %7s %6s\n", "step",
+              "rows", "slots", "cols", "empty", "graph", "+args", "fused", "graph", "/empty", "sched",
+              "rest", "ref", "graph", "/fused");
   for (const bool table : {true, false}) {
     for (const int32_t n : {4, 64, 256, 1024, 4096}) {
       const std::string name = "decode_" + std::to_string(n) + (table ? "" : " no-table");

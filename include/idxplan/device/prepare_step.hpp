@@ -39,21 +39,15 @@ __device__ inline void write_schedule_slots(const StepArgs& a, int32_t* first) {
   const ScheduleShape& s = a.schedule;
   const int tid = static_cast<int>(threadIdx.x);
 
-  // Each thread takes kItems consecutive units of every kUnitsPerPass, so
-  // its loads are independent and one scan covers them.
+  // Tiles into shared memory, the units striped over the threads so the
+  // loads of a warp are adjacent and all in flight together.
   constexpr int kItems = 4;
   constexpr int32_t kUnitsPerPass = kItems * kPrepareThreads;
   TileStats mine{};
-  for (int32_t base = 0; base < s.work; base += kUnitsPerPass) {
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int32_t u = base + tid * kItems + k;
-      if (u < s.work) {
-        const int32_t tiles = unit_tiles_at(a, u);
-        first[u] = tiles;  // only this thread reads it back, below
-        mine = TileStats{}(mine, TileStats::of(tiles));
-      }
-    }
+  for (int32_t u = tid; u < s.work; u += kPrepareThreads) {
+    const int32_t tiles = unit_tiles_at(a, u);
+    first[u] = tiles;
+    mine = TileStats{}(mine, TileStats::of(tiles));
   }
   const TileStats all = Primitives::reduce(mine, temp);
   if (tid == 0) {
@@ -62,8 +56,9 @@ __device__ inline void write_schedule_slots(const StepArgs& a, int32_t* first) {
     stats_max = all.max_tiles;
   }
   __syncthreads();
-  const int32_t per_slice = tiles_per_slice(s, stats_total, stats_live, stats_max);
+  const int32_t per_slice = tiles_per_slice(s, stats_total, stats_live, stats_max);  // first[] is published too
 
+  // Then each thread scans kItems consecutive units, one block scan a pass.
   int32_t carry = 0;
   for (int32_t base = 0; base < s.work; base += kUnitsPerPass) {
     int32_t slices[kItems];

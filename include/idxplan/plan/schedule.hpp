@@ -18,7 +18,15 @@ namespace idxplan {
 
 namespace detail {
 
-IDXPLAN_HD int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// a / b for a >= 0, b > 0. A 64-bit division is a long subroutine on a GPU
+// and costs the schedule's critical path dearly; operands under 2^31, which
+// every valid step has, take one 32-bit division instead.
+IDXPLAN_HD int64_t div_nonnegative(int64_t a, int64_t b) {
+  if (((a | b) >> 31) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+  return a / b;
+}
+
+IDXPLAN_HD int64_t ceil_div(int64_t a, int64_t b) { return div_nonnegative(a + b - 1, b); }
 
 }  // namespace detail
 
@@ -86,7 +94,7 @@ IDXPLAN_HD int32_t tiles_per_slice(const ScheduleShape& s, int64_t total, int32_
   int64_t per_slice = detail::ceil_div(total, spare > 1 ? spare : 1);
   per_slice = per_slice > 1 ? per_slice : 1;
   per_slice = per_slice < s.max_tiles ? per_slice : s.max_tiles;
-  int64_t share = spare / (live > 1 ? live : 1);
+  int64_t share = detail::div_nonnegative(spare, live > 1 ? live : 1);
   share = share > 1 ? share : 1;
   const int64_t floor = detail::ceil_div(max_unit_tiles, share * 4);
   return static_cast<int32_t>(per_slice > floor ? per_slice : floor);

@@ -114,7 +114,8 @@ inline RandomStep random_step(const Geometry& g, std::mt19937_64& rng) {
     s.num_tokens = std::min<int64_t>(room, last + uniform(0, 16));
     s.num_tokens = std::max(s.num_tokens, last);
   }
-  s.table_stride = g.max_blocks_per_seq;
+  // An engine's table may be wider than the geometry's, and unaligned.
+  s.table_stride = g.max_blocks_per_seq + static_cast<int32_t>(uniform(0, 1) * uniform(1, 5));
   s.block_table.resize(static_cast<std::size_t>(reqs * s.table_stride));
   // Distinct page ids, cheaply: a scrambled index, so a wrong row or column shows.
   const auto salt = static_cast<uint32_t>(rng());

@@ -44,10 +44,19 @@ __device__ inline void write_schedule_slots(const StepArgs& a, int32_t* first) {
   constexpr int kItems = 4;
   constexpr int32_t kUnitsPerPass = kItems * kPrepareThreads;
   TileStats mine{};
-  for (int32_t u = tid; u < s.work; u += kPrepareThreads) {
-    const int32_t tiles = unit_tiles_at(a, u);
-    first[u] = tiles;
-    mine = TileStats{}(mine, TileStats::of(tiles));
+  for (int32_t base = 0; base < s.work; base += kUnitsPerPass) {
+    int32_t tiles[kItems];
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int32_t u = base + k * kPrepareThreads + tid;
+      tiles[k] = u < s.work ? unit_tiles_at(a, u) : 0;
+    }
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int32_t u = base + k * kPrepareThreads + tid;
+      if (u < s.work) first[u] = tiles[k];
+      mine = TileStats{}(mine, TileStats::of(tiles[k]));  // an absent unit adds nothing
+    }
   }
   const TileStats all = Primitives::reduce(mine, temp);
   if (tid == 0) {
@@ -141,14 +150,23 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
     a.out.decode_row_lens[i] = len;
     if (a.candidate_block_size > 0) a.out.decode_block_ends[i] = block_end(len, a.candidate_block_size);
   }
-  // The decode block table, four consecutive columns a thread.
+  // The decode block table, four consecutive columns a thread, as one
+  // 16-byte load and store when both tables' rows are 16-byte aligned.
   const int32_t quads = (a.num_block_cols + 3) / 4;
+  const bool vector_rows = a.in.block_table_stride % 4 == 0 && a.out.decode_block_table_stride % 4 == 0 &&
+                           reinterpret_cast<uintptr_t>(a.in.block_table) % 16 == 0 &&
+                           reinterpret_cast<uintptr_t>(a.out.decode_block_table) % 16 == 0;
   for (int64_t q = start; q < int64_t{a.num_decode_rows} * quads; q += stride) {
     const auto row = static_cast<int32_t>(q / quads);
     const int32_t col = static_cast<int32_t>(q % quads) * 4;
     const int32_t r = decode_row_request(a, row);
     int32_t* dst = a.out.decode_block_table + int64_t{row} * a.out.decode_block_table_stride;
     const int32_t* src = a.in.block_table + int64_t{r < 0 ? 0 : r} * a.in.block_table_stride;
+    if (vector_rows && col + 4 <= a.num_block_cols) {
+      const int4 v = r < 0 ? make_int4(0, 0, 0, 0) : *reinterpret_cast<const int4*>(src + col);
+      *reinterpret_cast<int4*>(dst + col) = v;
+      continue;
+    }
     for (int32_t c = col; c < col + 4 && c < a.num_block_cols; ++c) dst[c] = r < 0 ? 0 : src[c];
   }
   for (int64_t t = a.num_decode_tokens + start; t < a.num_tokens; t += stride) {

@@ -7,13 +7,7 @@
 #include <idxplan/idxplan.hpp>
 
 int main() {
-  idxplan::IndexerConfig config;
-  config.num_speculative_tokens = 1;
-  config.max_model_len = 1048576;
-  config.candidate_block_size = 8;
-  config.candidate_topk_blocks = 2048;
-  config.sparse_logits = true;
-  config.num_compute_units = 256;
+  const idxplan::IndexerConfig config = idxplan::deepseek_v41_config(256);
   const idxplan::Geometry geometry = idxplan::make_geometry(config);
   const std::vector<int> qsl{0, 2, 4, 8196};
   const std::vector<int> seq_lens{9000, 120000, 300000};

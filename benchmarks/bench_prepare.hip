@@ -78,6 +78,15 @@ __global__ void chunk_qsl_kernel(const int32_t* qsl, int32_t* out, PrefillPlan c
 
 int blocks_for(int64_t n) { return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 1024))); }
 
+// The arguments with every buffer but the decode schedule taken away.
+StepArgs schedule_only(const StepArgs& a) {
+  StepArgs only = a;
+  only.num_reqs = only.num_decode_rows = only.num_groups = 0;
+  only.word_begin = only.word_end = 0;
+  only.num_tokens = only.num_decode_tokens;
+  return only;
+}
+
 void baseline_step(const StepPlan& plan, const StepArgs& a, device::Stream s) {
   context_kernel<<<blocks_for(a.num_reqs), 256, 0, s>>>(a);
   if (a.num_decode_rows > 0) {
@@ -95,10 +104,7 @@ void baseline_step(const StepPlan& plan, const StepArgs& a, device::Stream s) {
   }
   if (a.schedule.present()) {
     // The scheduler alone, as its own launch.
-    StepArgs only = a;
-    only.num_reqs = only.num_decode_rows = only.num_groups = 0;
-    only.word_begin = only.word_end = 0;
-    only.num_tokens = only.num_decode_tokens;
+    const StepArgs only = schedule_only(a);
     device::detail::prepare_step_kernel<<<device::prepare_grid(only, 1), kThreads,
                                           device::schedule_shared_bytes(only), s>>>(only);
   }
@@ -176,10 +182,6 @@ void run_case(const char* name, int32_t compute_units, const bench::BenchStep& s
   const double f_eager = timer.eager(fused), f_graph = timer.graph(fused);
   const double r_eager = timer.eager(reference), r_graph = timer.graph(reference);
   // The fused kernel's two halves apart: the schedule alone, and the rest alone.
-  StepArgs schedule_only = args;
-  schedule_only.num_reqs = schedule_only.num_decode_rows = schedule_only.num_groups = 0;
-  schedule_only.word_begin = schedule_only.word_end = 0;
-  schedule_only.num_tokens = schedule_only.num_decode_tokens;
   StepArgs rest = args;
   rest.schedule = ScheduleShape{};
   const auto launch = [&](const StepArgs& x) {
@@ -188,7 +190,7 @@ void run_case(const char* name, int32_t compute_units, const bench::BenchStep& s
                                             device::schedule_shared_bytes(x), s>>>(x);
     };
   };
-  const double s_graph = timer.graph(launch(schedule_only)), n_graph = timer.graph(launch(rest));
+  const double s_graph = timer.graph(launch(schedule_only(args))), n_graph = timer.graph(launch(rest));
   check(rt::last_error(), "launches");
   std::printf("%-22s %6d %7d %6d | %7.2f %7.2f %7.2f | %7.2f %7.2f %5.2fx | %7.2f %7.2f | %7.2f %7.2f %5.2fx\n",
               name, plan.decode.num_rows, plan.decode.schedule.num_ctas, plan.decode.num_block_cols,

@@ -38,8 +38,9 @@ struct IndexerConfig {
   int32_t max_blocks_per_seq = 0;           // block-table columns; 0: max_model_len's pages
 };
 
-// Past this many units, the device builds no schedule (its shared memory holds
-// one scan word per unit); at most target_wgs units ever get one.
+// Units a schedule can have at most: the device scans one shared-memory word
+// per unit. A schedule has at most target_wgs units, so make_geometry rejects
+// a GPU whose target_wgs passes this.
 inline constexpr int32_t kMaxScheduleUnits = 8192;
 // aiter's scheduler caps the slots of a schedule here.
 inline constexpr int32_t kMaxScheduleSlots = 65536;

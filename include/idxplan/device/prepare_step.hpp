@@ -157,8 +157,10 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
                            reinterpret_cast<uintptr_t>(a.in.block_table) % 16 == 0 &&
                            reinterpret_cast<uintptr_t>(a.out.decode_block_table) % 16 == 0;
   for (int64_t q = start; q < int64_t{a.num_decode_rows} * quads; q += stride) {
-    const auto row = static_cast<int32_t>(q / quads);
-    const int32_t col = static_cast<int32_t>(q % quads) * 4;
+    // rows x quads is under 2^31 (make_geometry bounds the table), so this
+    // takes the 32-bit division.
+    const auto row = static_cast<int32_t>(idxplan::detail::div_nonnegative(q, quads));
+    const int32_t col = (static_cast<int32_t>(q) - row * quads) * 4;
     const int32_t r = decode_row_request(a, row);
     int32_t* dst = a.out.decode_block_table + int64_t{row} * a.out.decode_block_table_stride;
     const int32_t* src = a.in.block_table + int64_t{r < 0 ? 0 : r} * a.in.block_table_stride;

@@ -99,9 +99,7 @@ static_assert(sizeof(StepArgs) <= 4096, "HIP passes at most 4 KiB of kernel argu
 // Launches a step takes: one, plus one per further kMaxLaunchGroups groups.
 inline int32_t num_step_launches(const StepPlan& plan) {
   const auto groups = static_cast<int64_t>(plan.chunk_groups.size());
-  return groups <= kMaxLaunchGroups
-             ? 1
-             : static_cast<int32_t>((groups + kMaxLaunchGroups - 1) / kMaxLaunchGroups);
+  return static_cast<int32_t>(std::max<int64_t>(1, (groups + kMaxLaunchGroups - 1) / kMaxLaunchGroups));
 }
 
 // The arguments of launch `launch` of a planned step.

@@ -2,6 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #include "idxplan/plan/buffers.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -34,6 +35,55 @@ TEST(FindRequest, SkipsEmptyRequestsBeforeTheToken) {
   EXPECT_EQ(find_request(qsl.data(), 0, 4, 1), 0);
   EXPECT_EQ(find_request(qsl.data(), 0, 4, 2), 3);
   EXPECT_EQ(find_request(qsl.data(), 0, 4, 4), 3);
+}
+
+// DESIGN.md 5's rule, literally, in plain division: end is the max of the
+// row ends of the unit's rows that exist and are real, from 0.
+int32_t literal_native_tiles(const StepArgs& a, int32_t seq, int32_t blk, int32_t seq_len) {
+  const ScheduleShape& s = a.schedule;
+  const int32_t c = a.compress_ratio;
+  const int32_t first_row = unit_first_row(s, blk);
+  int32_t end = 0;
+  for (int32_t k = 0; k < s.block_m && first_row + k < s.rows_per_seq; ++k) {
+    if (seq * s.rows_per_seq + first_row + k >= a.num_real_decode_rows) continue;
+    const int32_t tokens = seq_len - s.rows_per_seq + first_row + k + 1;
+    end = std::max(end, tokens > 0 ? tokens / c : 0);
+  }
+  const int32_t ctx = seq_len / c;
+  if (ctx <= 0) return 0;
+  const int32_t keys = std::max(std::min(ctx, end), 0);
+  return std::max((keys + s.block_kv - 1) / s.block_kv, 1);
+}
+
+TEST(NativeUnitTiles, IsTheMaxOverTheUnitsRealRows) {
+  int checked = 0;
+  for (int32_t n = 2; n <= 12; ++n) {
+    for (int32_t block_m = 1; block_m <= std::min(n, 7); ++block_m) {
+      StepArgs a;
+      a.compress_ratio = 4;
+      a.by_compress_ratio = Divisor(4);
+      a.by_block_kv = Divisor(16);
+      a.schedule.rows_per_seq = n;
+      a.schedule.block_m = block_m;
+      a.schedule.row_blocks = (n + block_m - 1) / block_m;
+      a.schedule.block_kv = 16;
+      const int32_t seqs = 3;
+      for (int32_t real = 0; real <= seqs * n; real += 1 + n / 3) {  // padding rows from `real` on
+        a.num_real_decode_rows = real;
+        for (int32_t seq = 0; seq < seqs; ++seq) {
+          for (int32_t blk = 0; blk < a.schedule.row_blocks; ++blk) {
+            for (const int32_t len : {0, 1, n - 1, n, n + 3, 4 * n, 100, 1001}) {
+              ASSERT_EQ(native_unit_tiles(a, seq, blk, len), literal_native_tiles(a, seq, blk, len))
+                  << "n=" << n << " block_m=" << block_m << " real=" << real << " seq=" << seq
+                  << " blk=" << blk << " len=" << len;
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 5000);
 }
 
 TEST(FillStepBuffers, WritesANativeStepAndItsSchedule) {

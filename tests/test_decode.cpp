@@ -11,13 +11,13 @@ namespace {
 
 TEST(DecodeRowLen, SeesTheTokensUpToItsOwn) {
   // L = 400, q = 2, C = 4: row 0 sees 399 tokens (99 keys), row 1 all 400.
-  EXPECT_EQ(decode_row_len(400, 2, 0, 4), 99);
-  EXPECT_EQ(decode_row_len(400, 2, 1, 4), 100);
+  EXPECT_EQ(decode_row_len(400, 2, 0, Divisor(4)), 99);
+  EXPECT_EQ(decode_row_len(400, 2, 1, Divisor(4)), 100);
 }
 
 TEST(DecodeRowLen, IsZeroWhenTheLengthIsBelowTheRows) {
-  EXPECT_EQ(decode_row_len(0, 2, 0, 4), 0);
-  EXPECT_EQ(decode_row_len(1, 2, 0, 4), 0);
+  EXPECT_EQ(decode_row_len(0, 2, 0, Divisor(4)), 0);
+  EXPECT_EQ(decode_row_len(1, 2, 0, Divisor(4)), 0);
 }
 
 TEST(NativeDecode, AUniformStepRunsAsSequences) {

@@ -83,12 +83,11 @@ TEST(UnitFirstRow, PullsTheLastBlockBack) {
 }
 
 TEST(UnitTiles, IsZeroOnlyForAnEmptyContext) {
-  ScheduleShape s;
-  s.block_kv = 32;
-  EXPECT_EQ(unit_tiles(s, 0, 10), 0);
-  EXPECT_EQ(unit_tiles(s, 100, 0), 1);   // rows that see nothing still walk a tile
-  EXPECT_EQ(unit_tiles(s, 100, 64), 2);  // the rows' end bounds the walk
-  EXPECT_EQ(unit_tiles(s, 100, 1000), 4);
+  const Divisor block_kv(32);
+  EXPECT_EQ(unit_tiles(block_kv, 0, 10), 0);
+  EXPECT_EQ(unit_tiles(block_kv, 100, 0), 1);   // rows that see nothing still walk a tile
+  EXPECT_EQ(unit_tiles(block_kv, 100, 64), 2);  // the rows' end bounds the walk
+  EXPECT_EQ(unit_tiles(block_kv, 100, 1000), 4);
 }
 
 TEST(TilesPerSlice, SpreadsTilesOverTheSpareSlots) {

@@ -105,6 +105,32 @@ TEST_F(PrepareStep, MatchesTheReferenceOnFourThousandDecodeRows) {
   }
 }
 
+TEST_F(PrepareStep, SchedulesFlattenedRowsOfMoreRequestsThanRows) {
+  // 1000 decode requests, most of them with no rows: the schedule's blocks
+  // take their requests in several passes of kPrepareThreads each.
+  IndexerConfig c = test::deepseek_config();
+  c.max_num_seqs = 1024;
+  c.max_num_batched_tokens = 4096;
+  c.max_model_len = 65536;
+  c.num_compute_units = 32;  // 384 workgroups for the 215 one-row units
+  const Geometry g = make_geometry(c);
+  const device::StepBuffers buffers(g);
+  test::HostBuffers host(g);
+  Words qsl{0}, lens;
+  for (int32_t r = 0; r < 1000; ++r) {
+    const int32_t q = r % 7 == 3 ? 1 + r % 2 : 0;
+    qsl.push_back(qsl.back() + q);
+    lens.push_back(q + (r * 7919) % 65000);
+  }
+  Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq));
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i % 1000003);
+  EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq), "");
+  EXPECT_EQ(plan_.num_decodes, 1000);
+  EXPECT_FALSE(plan_.decode.native.present());
+  ASSERT_TRUE(plan_.decode.schedule.present());
+  EXPECT_LT(plan_.decode.schedule.work, device::kPrepareThreads);  // one unit a thread, four passes
+}
+
 TEST_F(PrepareStep, AnAllZeroStepWritesEmptyDescriptors) {
   IndexerConfig c = test::deepseek_config();
   c.num_compute_units = 132;
@@ -193,6 +219,49 @@ TEST_F(PrepareStep, AGraphReplaysOnNewLengthsOfTheSameShape) {
   }
   (void)device::rt::graph_exec_destroy(exec);
   (void)device::rt::graph_destroy(graph);
+}
+
+// Host-side, so these run wherever the device code builds, GPU or not.
+TEST(LaunchGrid, GivesEachBufferItsOwnBlocks) {
+  StepArgs a;
+  a.num_reqs = 300;                     // 2 blocks of contexts
+  a.num_decode_rows = 600;              // 3 of decode rows
+  a.num_block_cols = 10;                // 3 quads a row: 8 blocks of table
+  a.num_decode_tokens = 600;
+  a.num_tokens = 600 + 1000;            // 4 of prefill rows
+  a.word_begin = 5;
+  a.word_end = 5 + 257;                 // 2 of packed offsets
+  a.schedule.num_ctas = 2048;           // 4 of schedule slots
+  a.schedule.work = 1000;               // 4 units a thread
+  const device::LaunchGrid g = device::launch_grid(a, 1024);
+  EXPECT_EQ((std::vector<int32_t>(g.end, g.end + device::kParts)), (std::vector<int32_t>{4, 6, 8, 11, 19, 23}));
+  EXPECT_EQ(g.units_per_thread, 4);
+  EXPECT_EQ(g.blocks(), 23);
+  // Each part is capped at max_blocks; the schedule's slots are not.
+  const device::LaunchGrid capped = device::launch_grid(a, 2);
+  EXPECT_EQ((std::vector<int32_t>(capped.end, capped.end + device::kParts)),
+            (std::vector<int32_t>{4, 6, 8, 10, 12, 14}));
+  // A packing-only launch writes its packed offsets alone.
+  a.packing_only = true;
+  const device::LaunchGrid packing = device::launch_grid(a, 1024);
+  EXPECT_EQ((std::vector<int32_t>(packing.end, packing.end + device::kParts)),
+            (std::vector<int32_t>{0, 2, 2, 2, 2, 2}));
+  // A launch with nothing to write still has a block.
+  EXPECT_EQ(device::launch_grid(StepArgs{}, 1024).blocks(), 1);
+}
+
+TEST(LaunchGrid, RefusesMoreUnitsThanTheKernelTakes) {
+  StepArgs a;
+  a.schedule.num_ctas = 65536;
+  a.schedule.work = 32 * device::kPrepareThreads + 1;
+  const device::LaunchGrid g = device::launch_grid(a, 1024);
+  EXPECT_EQ(g.units_per_thread, 64);
+  try {
+    device::launch(a, g, nullptr);
+    FAIL() << "a schedule past the kernel's units was launched";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("work=8193"), std::string::npos) << e.what();
+  }
 }
 
 TEST(DeviceRuntime, AFailedCallNamesTheError) {

@@ -7,6 +7,12 @@
 // CPU reference's, from plan/buffers.hpp, called unchanged. enqueue() neither
 // allocates nor synchronises nor reads device memory, so it can be captured
 // in a graph.
+//
+// The launch is short and latency-bound: a dependent load from device memory
+// costs about as much as the launch itself. So the grid is cut into parts,
+// each a run of blocks that writes one kind of buffer, and every thread has
+// one chain of loads then stores; the schedule's blocks issue all their
+// loads before they compute anything.
 
 #include <algorithm>
 #include <cstdint>
@@ -20,163 +26,306 @@
 
 namespace idxplan::device {
 
-// Threads a block, and the schedule slots a block writes (four a thread).
+// Threads a block, and the schedule slots a block writes (two a thread).
 inline constexpr int kPrepareThreads = 256;
-inline constexpr int kSlotsPerBlock = 4 * kPrepareThreads;
+inline constexpr int kSlotsPerBlock = 2 * kPrepareThreads;
+
+// The parts of a launch, in grid order.
+enum class Part : int32_t {
+  schedule,         // decode_schedule, kSlotsPerBlock slots a block
+  packed_offsets,   // prefill_query_start_loc
+  contexts,         // context_lens
+  decode_rows,      // decode_row_lens, decode_block_ends
+  decode_table,     // decode_block_table, four columns a thread
+  prefill_rows,     // prefill_row_ends, prefill_block_ends
+};
+inline constexpr int kParts = 6;
+
+// How one launch's blocks divide into parts: part p is the blocks
+// [end[p - 1], end[p]). `units_per_thread` is the schedule's (a power of two).
+struct LaunchGrid {
+  int32_t end[kParts] = {};
+  int32_t units_per_thread = 1;
+
+  IDXPLAN_HD int32_t blocks() const { return end[kParts - 1] > 0 ? end[kParts - 1] : 1; }
+  IDXPLAN_HD int32_t first(int p) const { return p == 0 ? 0 : end[p - 1]; }
+};
+
+// Four consecutive block-table columns a thread of decode_table.
+IDXPLAN_HD int32_t decode_table_quads(const StepArgs& a) {
+  return (a.num_block_cols + 3) / 4;
+}
+
+// The grid of launch `a`: each part gets a block per kPrepareThreads items
+// (per kSlotsPerBlock slots for the schedule), up to `max_blocks`, a few a
+// CU of the GPU it runs on.
+inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
+  const auto blocks = [max_blocks](int64_t items, int64_t per_block) {
+    return static_cast<int32_t>(std::min<int64_t>((std::max<int64_t>(items, 0) + per_block - 1) / per_block,
+                                                  max_blocks));
+  };
+  const bool full = !a.packing_only;
+  const bool schedule = full && a.schedule.present();
+  int32_t count[kParts] = {
+      schedule ? static_cast<int32_t>((a.schedule.num_ctas + kSlotsPerBlock - 1) / kSlotsPerBlock) : 0,
+      blocks(int64_t{a.word_end} - a.word_begin, kPrepareThreads),
+      full ? blocks(a.num_reqs, kPrepareThreads) : 0,
+      full ? blocks(a.num_decode_rows, kPrepareThreads) : 0,
+      full ? blocks(int64_t{a.num_decode_rows} * decode_table_quads(a), kPrepareThreads) : 0,
+      full ? blocks(int64_t{a.num_tokens} - a.num_decode_tokens, kPrepareThreads) : 0,
+  };
+  LaunchGrid g;
+  int32_t total = 0;
+  for (int p = 0; p < kParts; ++p) g.end[p] = total += count[p];
+  if (schedule) {
+    const int32_t per_thread = (a.schedule.work + kPrepareThreads - 1) / kPrepareThreads;
+    while (g.units_per_thread < per_thread) g.units_per_thread *= 2;
+  }
+  return g;
+}
 
 namespace detail {
 
-// The decode schedule, by one block: every block computes the step-wide
-// stats and the scan of the units' slices itself (a few thousand units at
-// most), then writes its own kSlotsPerBlock slots, so the blocks need no
-// sync between them. `first` is work + 1 words of dynamic shared memory.
-__device__ inline void write_schedule_slots(const StepArgs& a, int32_t* first) {
-  using Primitives = BlockPrimitives<kPrepareThreads>;
-  __shared__ typename Primitives::TempStorage temp;
-  // Shared memory takes no initialised types: the stats as plain words.
-  __shared__ int64_t stats_total;
-  __shared__ int32_t stats_live, stats_max;
+using Primitives = BlockPrimitives<kPrepareThreads>;
+
+// Flattened units' tiles into first[0, work): each decode request's thread
+// writes its rows', so no thread searches query_start_loc for its row. A
+// thread's kItems requests' offsets and lengths are all loaded first.
+template <int kItems>
+__device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
   const ScheduleShape& s = a.schedule;
   const int tid = static_cast<int>(threadIdx.x);
+  int32_t start[kItems], stop[kItems], len[kItems];
+  const auto load = [&](int32_t r0) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int32_t r = r0 + k * kPrepareThreads + tid;
+      const bool real = r < a.num_decodes;
+      start[k] = real ? a.in.query_start_loc[r] : 0;
+      stop[k] = real ? a.in.query_start_loc[r + 1] : 0;
+      len[k] = real ? a.in.seq_lens[r] : 0;
+    }
+  };
+  load(0);
+  for (int32_t u = tid; u < s.work; u += kPrepareThreads) first[u] = 0;  // padding rows
+  __syncthreads();
+  // Requests with no rows can outnumber the rows, hence the outer loop; it
+  // is one pass for every step with no more requests than units.
+  for (int32_t r0 = 0;;) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      // The host's query_start_loc is the device's; the bounds keep a
+      // mismatched one inside first[].
+      const int32_t lo = start[k] > 0 ? start[k] : 0;
+      const int32_t hi = stop[k] < a.num_real_decode_rows ? stop[k] : a.num_real_decode_rows;
+      for (int32_t row = lo; row < hi; ++row) {
+        const int32_t ctx = decode_row_len(len[k], stop[k] - start[k], row - start[k], a.by_compress_ratio);
+        for (int32_t blk = 0; blk < s.row_blocks; ++blk) {
+          first[row * s.row_blocks + blk] = flat_unit_tiles(a, blk, ctx);
+        }
+      }
+    }
+    r0 += kItems * kPrepareThreads;
+    if (r0 >= a.num_decodes) break;
+    load(r0);
+  }
+  __syncthreads();
+}
 
-  // Tiles into shared memory, the units striped over the threads so the
-  // loads of a warp are adjacent and all in flight together.
-  constexpr int kItems = 4;
-  constexpr int32_t kUnitsPerPass = kItems * kPrepareThreads;
+// For each slot, the last u in [0, n) with first[u] <= slot, first[]
+// ascending: searches of fixed steps, `top` being the largest power of two
+// <= n, run side by side without a branch (first[n], the end, is read for
+// any step past n and never taken).
+template <int kSlots>
+__device__ void owning_units(const int32_t* first, int32_t n, int32_t top, const int32_t (&slot)[kSlots],
+                             int32_t (&unit)[kSlots]) {
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) unit[k] = 0;
+  for (int32_t step = top; step > 0; step >>= 1) {
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int32_t next = unit[k] + step;
+      const int32_t at = first[next < n ? next : n];
+      unit[k] = ((next < n) & (at <= slot[k])) ? next : unit[k];
+    }
+  }
+}
+
+// The decode schedule's slots [block * kSlotsPerBlock, + kSlotsPerBlock).
+// Every schedule block computes the step-wide stats and the scan of all the
+// units' slices itself (kMaxScheduleUnits at most), so the blocks need no
+// sync between them. Thread t holds units [t * kItems, (t + 1) * kItems), the
+// scan's order. `first` is work + 1 words of dynamic shared memory.
+template <int kItems>
+__device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* first) {
+  __shared__ typename Primitives::TempStorage temp;
+  const ScheduleShape& s = a.schedule;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int32_t base = tid * kItems;
+
+  int32_t tiles[kItems];
+  if (s.native) {
+    // Every length load first, all in flight together, then the arithmetic.
+    int32_t seq[kItems];
+    int32_t blk[kItems];
+    int32_t lens[kItems];
+    seq[0] = a.by_row_blocks.divide(base);
+    blk[0] = base - seq[0] * s.row_blocks;
+#pragma unroll
+    for (int k = 1; k < kItems; ++k) {
+      const bool next = blk[k - 1] + 1 == s.row_blocks;
+      seq[k] = next ? seq[k - 1] + 1 : seq[k - 1];
+      blk[k] = next ? 0 : blk[k - 1] + 1;
+    }
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[seq[k]] : 0;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      tiles[k] = base + k < s.work ? native_unit_tiles(a, seq[k], blk[k], lens[k]) : 0;
+    }
+  } else {
+    store_flat_tiles<kItems>(a, first);
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) tiles[k] = base + k < s.work ? first[base + k] : 0;
+  }
+
   TileStats mine{};
-  for (int32_t base = 0; base < s.work; base += kUnitsPerPass) {
-    int32_t tiles[kItems];
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int32_t u = base + k * kPrepareThreads + tid;
-      tiles[k] = u < s.work ? unit_tiles_at(a, u) : 0;
-    }
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int32_t u = base + k * kPrepareThreads + tid;
-      if (u < s.work) first[u] = tiles[k];
-      mine = TileStats{}(mine, TileStats::of(tiles[k]));  // an absent unit adds nothing
-    }
-  }
-  const TileStats all = Primitives::reduce(mine, temp);
-  if (tid == 0) {
-    stats_total = all.total;
-    stats_live = all.live;
-    stats_max = all.max_tiles;
-  }
-  __syncthreads();
-  const int32_t per_slice = tiles_per_slice(s, stats_total, stats_live, stats_max);  // first[] is published too
+  for (int k = 0; k < kItems; ++k) mine = TileStats{}(mine, TileStats::of(tiles[k]));  // an absent unit adds nothing
+  const TileStats all = Primitives::all_reduce(mine, temp);
+  const int32_t per_slice = tiles_per_slice(s, all.total, all.live, all.max_tiles);
 
-  // Then each thread scans kItems consecutive units, one block scan a pass.
-  int32_t carry = 0;
-  for (int32_t base = 0; base < s.work; base += kUnitsPerPass) {
-    int32_t slices[kItems];
-    int32_t own = 0;
+  int32_t slices[kItems];
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int32_t u = base + tid * kItems + k;
-      slices[k] = u < s.work ? unit_slices(first[u], per_slice) : 0;
-      own += slices[k];
-    }
-    int32_t sum = 0;
-    int32_t running = carry + Primitives::exclusive_sum(own, sum, temp);
+  for (int k = 0; k < kItems; ++k) slices[k] = unit_slices(tiles[k], per_slice);
+  int32_t firsts[kItems];
+  int32_t end = 0;
+  Primitives::exclusive_sum(slices, firsts, end, temp);
+  // first[] held only this thread's own units' tiles (flattened), so no
+  // other thread still reads what this overwrites.
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int32_t u = base + tid * kItems + k;
-      if (u < s.work) first[u] = running;
-      running += slices[k];
-    }
-    carry += sum;
-    __syncthreads();  // temp is reused
+  for (int k = 0; k < kItems; ++k) {
+    if (base + k < s.work) first[base + k] = firsts[k];
   }
-  if (tid == 0) first[s.work] = carry;
+  if (tid == 0) first[s.work] = end;
   __syncthreads();
 
-  const int32_t end = first[s.work];
-  for (int32_t k = 0; k < kSlotsPerBlock / kPrepareThreads; ++k) {
-    const int32_t slot = static_cast<int32_t>(blockIdx.x) * kSlotsPerBlock + k * kPrepareThreads + tid;
-    if (slot >= s.num_ctas) break;
+  constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
+  int32_t slot[kSlots], unit[kSlots];
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) slot[k] = block * kSlotsPerBlock + k * kPrepareThreads + tid;
+  int32_t top = 1;
+  while (2 * top <= s.work) top *= 2;
+  owning_units(first, s.work, top, slot, unit);
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    const int32_t u = unit[k];
     int4 words = make_int4(0, 0, 0, 0);
-    if (slot < end) {
-      // The unit whose slices hold the slot: the last u with first[u] <= slot.
-      const int32_t u = find_request(first, 0, s.work, slot);
-      const Descriptor d = unit_descriptor(s, u, slot - first[u], first[u + 1] - first[u]);
+    if (slot[k] < end) {
+      const Descriptor d = unit_descriptor(a.by_row_blocks, u, slot[k] - first[u], first[u + 1] - first[u]);
       words = make_int4(d.seq, d.blk, d.slice, d.slices);
     }
-    reinterpret_cast<int4*>(a.out.decode_schedule)[slot] = words;
+    if (slot[k] < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule)[slot[k]] = words;
   }
 }
 
-// Blocks that write the schedule's slots; the rest of the grid (or all of it,
-// when it has no other blocks) writes the per-index buffers.
-IDXPLAN_HD int32_t schedule_blocks(const StepArgs& a) {
-  return a.schedule.present() && !a.packing_only
-             ? (a.schedule.num_ctas + kSlotsPerBlock - 1) / kSlotsPerBlock
-             : 0;
-}
-
-__global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const StepArgs a) {
-  constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
-  __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
-  extern __shared__ int32_t first[];  // schedule_shared_bytes()
-  const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
-  const int tid = static_cast<int>(threadIdx.x);
-
-  const int32_t slot_blocks = schedule_blocks(a);
-  if (static_cast<int32_t>(blockIdx.x) < slot_blocks) {
-    write_schedule_slots(a, first);
-    if (static_cast<int32_t>(gridDim.x) > slot_blocks) return;  // others do the rest
-  }
-  const int32_t offset = static_cast<int32_t>(gridDim.x) > slot_blocks ? slot_blocks : 0;
-  const int64_t start = int64_t{static_cast<int32_t>(blockIdx.x) - offset} * kPrepareThreads + tid;
-  const int64_t stride = int64_t{static_cast<int32_t>(gridDim.x) - offset} * kPrepareThreads;
-
-  // Stage the launch's chunk groups (kernel arguments) in shared memory.
-  for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
-    group_words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
-  }
-  __syncthreads();
-  for (int64_t w = a.word_begin + start; w < a.word_end; w += stride) {
-    const auto word = static_cast<int32_t>(w);
-    a.out.prefill_query_start_loc[word] = prefill_query_start_loc_at(a, groups, word);
-  }
-  if (a.packing_only) return;
-
-  for (int64_t r = start; r < a.num_reqs; r += stride) {
-    a.out.context_lens[r] = context_len_at(a, static_cast<int32_t>(r));
-  }
-  for (int64_t i = start; i < a.num_decode_rows; i += stride) {
-    const int32_t len = decode_row_len_at(a, static_cast<int32_t>(i));
-    a.out.decode_row_lens[i] = len;
-    if (a.candidate_block_size > 0) a.out.decode_block_ends[i] = block_end(len, a.candidate_block_size);
-  }
-  // The decode block table, four consecutive columns a thread, as one
-  // 16-byte load and store when both tables' rows are 16-byte aligned.
-  const int32_t quads = (a.num_block_cols + 3) / 4;
+// The decode block table, four consecutive columns (a quad) a thread, as
+// one 16-byte load and store when both tables' rows are 16-byte aligned. It
+// is most of a big step's bytes, so each thread has kInFlight quads' loads
+// in flight before it stores any.
+__device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64_t stride) {
+  constexpr int kInFlight = 4;
+  const int32_t quads = decode_table_quads(a);
   const bool vector_rows = a.in.block_table_stride % 4 == 0 && a.out.decode_block_table_stride % 4 == 0 &&
                            reinterpret_cast<uintptr_t>(a.in.block_table) % 16 == 0 &&
                            reinterpret_cast<uintptr_t>(a.out.decode_block_table) % 16 == 0;
-  for (int64_t q = start; q < int64_t{a.num_decode_rows} * quads; q += stride) {
-    // rows x quads is under 2^31 (make_geometry bounds the table), so this
-    // takes the 32-bit division.
-    const auto row = static_cast<int32_t>(idxplan::detail::div_nonnegative(q, quads));
-    const int32_t col = (static_cast<int32_t>(q) - row * quads) * 4;
-    const int32_t r = decode_row_request(a, row);
-    int32_t* dst = a.out.decode_block_table + int64_t{row} * a.out.decode_block_table_stride;
-    const int32_t* src = a.in.block_table + int64_t{r < 0 ? 0 : r} * a.in.block_table_stride;
-    if (vector_rows && col + 4 <= a.num_block_cols) {
-      const int4 v = r < 0 ? make_int4(0, 0, 0, 0) : *reinterpret_cast<const int4*>(src + col);
-      *reinterpret_cast<int4*>(dst + col) = v;
-      continue;
+  const int64_t count = int64_t{a.num_decode_rows} * quads;
+  for (int64_t q0 = start; q0 < count; q0 += kInFlight * stride) {
+    int32_t row[kInFlight], col[kInFlight];
+    const int32_t* src[kInFlight];
+    int4 v[kInFlight];
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      // rows x quads is under 2^31 (make_geometry bounds the table), so this
+      // is a 32-bit division.
+      const auto q = static_cast<int32_t>(q0 + k * stride < count ? q0 + k * stride : 0);
+      row[k] = idxplan::detail::div32(q, quads);
+      col[k] = (q - row[k] * quads) * 4;
+      const int32_t r = q0 + k * stride < count ? decode_row_request(a, row[k]) : -1;
+      src[k] = r < 0 ? nullptr : a.in.block_table + int64_t{r} * a.in.block_table_stride;  // null: a padding row
+      v[k] = vector_rows && src[k] != nullptr && col[k] + 4 <= a.num_block_cols
+                 ? *reinterpret_cast<const int4*>(src[k] + col[k])
+                 : make_int4(0, 0, 0, 0);
     }
-    for (int32_t c = col; c < col + 4 && c < a.num_block_cols; ++c) dst[c] = r < 0 ? 0 : src[c];
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      if (q0 + k * stride >= count) break;
+      int32_t* dst = a.out.decode_block_table + int64_t{row[k]} * a.out.decode_block_table_stride;
+      if (vector_rows && col[k] + 4 <= a.num_block_cols) {
+        *reinterpret_cast<int4*>(dst + col[k]) = v[k];
+        continue;
+      }
+      for (int32_t c = col[k]; c < col[k] + 4 && c < a.num_block_cols; ++c) dst[c] = src[k] ? src[k][c] : 0;
+    }
   }
-  for (int64_t t = a.num_decode_tokens + start; t < a.num_tokens; t += stride) {
-    const int32_t end = prefill_row_end_at(a, static_cast<int32_t>(t));
-    a.out.prefill_row_ends[t - a.num_decode_tokens] = end;
-    if (a.candidate_block_size > 0) {
-      a.out.prefill_block_ends[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+}
+
+template <int kItems>
+__global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const StepArgs a, const LaunchGrid grid) {
+  constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
+  __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
+  extern __shared__ int32_t first[];  // schedule_shared_bytes()
+  const int tid = static_cast<int>(threadIdx.x);
+  const auto b = static_cast<int32_t>(blockIdx.x);
+
+  int part = 0;
+  while (part < kParts && b >= grid.end[part]) ++part;
+  if (part == kParts) return;  // the one block of a launch with nothing to write
+  const int32_t block = b - grid.first(part);
+  const int64_t start = int64_t{block} * kPrepareThreads + tid;
+  const int64_t stride = int64_t{grid.end[part] - grid.first(part)} * kPrepareThreads;
+
+  switch (static_cast<Part>(part)) {
+    case Part::schedule:
+      write_schedule_slots<kItems>(a, block, first);
+      break;
+    case Part::packed_offsets: {
+      // The launch's chunk groups (kernel arguments), staged in shared memory.
+      for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
+        group_words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
+      }
+      __syncthreads();
+      const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
+      for (int64_t w = a.word_begin + start; w < a.word_end; w += stride) {
+        const auto word = static_cast<int32_t>(w);
+        a.out.prefill_query_start_loc[word] = prefill_query_start_loc_at(a, groups, word);
+      }
+      break;
     }
+    case Part::contexts:
+      for (int64_t r = start; r < a.num_reqs; r += stride) {
+        a.out.context_lens[r] = context_len_at(a, static_cast<int32_t>(r));
+      }
+      break;
+    case Part::decode_rows:
+      for (int64_t i = start; i < a.num_decode_rows; i += stride) {
+        const int32_t len = decode_row_len_at(a, static_cast<int32_t>(i));
+        a.out.decode_row_lens[i] = len;
+        if (a.candidate_block_size > 0) a.out.decode_block_ends[i] = block_end(len, a.candidate_block_size);
+      }
+      break;
+    case Part::decode_table:
+      copy_decode_table(a, start, stride);
+      break;
+    case Part::prefill_rows:
+      for (int64_t t = a.num_decode_tokens + start; t < a.num_tokens; t += stride) {
+        const int32_t end = prefill_row_end_at(a, static_cast<int32_t>(t));
+        a.out.prefill_row_ends[t - a.num_decode_tokens] = end;
+        if (a.candidate_block_size > 0) {
+          a.out.prefill_block_ends[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+        }
+      }
+      break;
   }
 }
 
@@ -184,21 +333,32 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
 
 // Dynamic shared memory of a launch: the schedule's scan, work + 1 words.
 inline std::size_t schedule_shared_bytes(const StepArgs& a) {
-  return a.schedule.present() ? sizeof(int32_t) * (static_cast<std::size_t>(a.schedule.work) + 1) : 0;
+  return a.schedule.present() && !a.packing_only
+             ? sizeof(int32_t) * (static_cast<std::size_t>(a.schedule.work) + 1)
+             : 0;
 }
 
-// Blocks one launch takes: the schedule's, then enough for the per-index
-// buffers, up to `max_blocks` (a few a CU of the GPU it runs on).
-inline int32_t prepare_grid(const StepArgs& a, int32_t max_blocks) {
-  const int64_t t = kPrepareThreads;
-  int64_t items = std::max<int64_t>(a.word_end - a.word_begin, 0);
-  if (!a.packing_only) {
-    const int64_t quads = (a.num_block_cols + 3) / 4;
-    items = std::max<int64_t>({items, a.num_reqs, a.num_decode_rows * quads,
-                               int64_t{a.num_tokens} - a.num_decode_tokens});
+// Launches `a` on `stream` over `grid` (launch_grid's), the kernel built for
+// the schedule's units a thread.
+inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
+  static_assert(kMaxScheduleUnits <= 32 * kPrepareThreads, "32 units a thread at most");
+  if (grid.units_per_thread > 32) {
+    // make_geometry keeps a planned step within kMaxScheduleUnits.
+    throw Error(fmt::format("prepare_step: a schedule of work={} units needs {} a thread; the kernel "
+                            "takes at most 32 ({} units)",
+                            a.schedule.work, grid.units_per_thread, 32 * kPrepareThreads));
   }
-  const int64_t blocks = std::min<int64_t>((items + t - 1) / t, max_blocks);
-  return static_cast<int32_t>(std::max<int64_t>(detail::schedule_blocks(a) + blocks, 1));
+  const std::size_t shared = schedule_shared_bytes(a);
+  const auto go = [&](auto kernel) { kernel<<<grid.blocks(), kPrepareThreads, shared, stream>>>(a, grid); };
+  switch (grid.units_per_thread) {
+    case 1: go(detail::prepare_step_kernel<1>); break;
+    case 2: go(detail::prepare_step_kernel<2>); break;
+    case 4: go(detail::prepare_step_kernel<4>); break;
+    case 8: go(detail::prepare_step_kernel<8>); break;
+    case 16: go(detail::prepare_step_kernel<16>); break;
+    default: go(detail::prepare_step_kernel<32>); break;  // 32, checked above
+  }
+  check(rt::last_error(), "prepare_step_kernel launch");
 }
 
 // Enqueues the step's launch on `stream` (a step past kMaxLaunchGroups chunk
@@ -209,9 +369,7 @@ inline void enqueue(const Geometry& g, const StepPlan& plan, const StepInputs& i
   const int32_t launches = num_step_launches(plan);
   for (int32_t k = 0; k < launches; ++k) {
     const StepArgs args = make_step_args(g, plan, inputs, buffers.outputs(), k);
-    detail::prepare_step_kernel<<<prepare_grid(args, buffers.max_blocks()), kPrepareThreads,
-                                  schedule_shared_bytes(args), stream>>>(args);
-    check(rt::last_error(), "prepare_step_kernel launch");
+    launch(args, launch_grid(args, buffers.max_blocks()), stream);
   }
 }
 

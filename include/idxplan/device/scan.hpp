@@ -2,10 +2,17 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The block-wide primitives the decode schedule needs: an exclusive sum over
-// one int32 a thread, and a reduction of the units' TileStats. rocPRIM on
-// AMD, CUB on NVIDIA, as hipCUB chooses between them; the only other file
-// that names a platform is runtime.hpp.
+// The block-wide primitives the decode schedule needs: an exclusive sum of
+// kItems int32 a thread (a block scan), and the units' TileStats combined
+// over the block and handed to every thread. rocPRIM on AMD, CUB on NVIDIA,
+// as hipCUB chooses between them; the only other file that names a platform
+// is runtime.hpp.
+//
+// Both are built for latency, which is all a step's few thousand units cost:
+// the scan runs warp scans and one exchange between warps; the reduction
+// runs warp reductions (the redux instruction from sm_80 on), one barrier,
+// and every thread combines the warps' partials itself, so no second barrier
+// broadcasts a result. The stats' tiles are never negative.
 
 #include <cstdint>
 
@@ -13,11 +20,11 @@
 #include "idxplan/plan/schedule.hpp"
 
 #if defined(__HIP_PLATFORM_AMD__)
-#include <rocprim/block/block_reduce.hpp>
 #include <rocprim/block/block_scan.hpp>
+#include <rocprim/warp/warp_reduce.hpp>
 #else
-#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
 #endif
 
 namespace idxplan::device {
@@ -25,42 +32,74 @@ namespace idxplan::device {
 template <int kThreads>
 struct BlockPrimitives {
 #if defined(__HIP_PLATFORM_AMD__)
-  using Scan = rocprim::block_scan<int32_t, kThreads>;
-  using Reduce = rocprim::block_reduce<TileStats, kThreads>;
-  union TempStorage {
-    typename Scan::storage_type scan;
-    typename Reduce::storage_type reduce;
-  };
-
-  // Exclusive prefix sum of `value` over the block; `total` gets the sum.
-  __device__ static int32_t exclusive_sum(int32_t value, int32_t& total, TempStorage& temp) {
-    int32_t out = 0;
-    Scan().exclusive_scan(value, out, 0, total, temp.scan, rocprim::plus<int32_t>());
-    return out;
-  }
-  // The block's combined stats, valid in thread 0.
-  __device__ static TileStats reduce(const TileStats& value, TempStorage& temp) {
-    TileStats out{};
-    Reduce().reduce(value, out, temp.reduce, TileStats{});
-    return out;
-  }
+  static constexpr int kWarpSize = 64;  // gfx9's wavefronts
+  using Scan = rocprim::block_scan<int32_t, kThreads, rocprim::block_scan_algorithm::using_warp_scan>;
+  using WarpReduce = rocprim::warp_reduce<TileStats, kWarpSize>;
+  using ScanStorage = typename Scan::storage_type;
+  using WarpStorage = typename WarpReduce::storage_type;
 #else
-  using Scan = cub::BlockScan<int32_t, kThreads>;
-  using Reduce = cub::BlockReduce<TileStats, kThreads>;
-  union TempStorage {
-    typename Scan::TempStorage scan;
-    typename Reduce::TempStorage reduce;
+  static constexpr int kWarpSize = 32;
+  using Scan = cub::BlockScan<int32_t, kThreads, cub::BLOCK_SCAN_WARP_SCANS>;
+  using WarpReduce = cub::WarpReduce<TileStats>;
+  using ScanStorage = typename Scan::TempStorage;
+  using WarpStorage = typename WarpReduce::TempStorage;
+#endif
+  static constexpr int kWarps = kThreads / kWarpSize;
+  static_assert(kThreads % kWarpSize == 0, "whole warps");
+
+  // Shared memory takes no initialised types: the partials as plain words.
+  struct TempStorage {
+    ScanStorage scan;
+    WarpStorage warp[kWarps];
+    int64_t total[kWarps];
+    int32_t live[kWarps];
+    int32_t max_tiles[kWarps];
   };
 
-  __device__ static int32_t exclusive_sum(int32_t value, int32_t& total, TempStorage& temp) {
-    int32_t out = 0;
-    Scan(temp.scan).ExclusiveSum(value, out, total);
-    return out;
-  }
-  __device__ static TileStats reduce(const TileStats& value, TempStorage& temp) {
-    return Reduce(temp.reduce).Reduce(value, TileStats{});
-  }
+  // Exclusive prefix sums of the block's values, thread by thread in order;
+  // `total` gets their sum.
+  template <int kItems>
+  __device__ static void exclusive_sum(int32_t (&values)[kItems], int32_t (&sums)[kItems],
+                                       int32_t& total, TempStorage& temp) {
+#if defined(__HIP_PLATFORM_AMD__)
+    Scan().exclusive_scan(values, sums, 0, total, temp.scan, rocprim::plus<int32_t>());
+#else
+    Scan(temp.scan).ExclusiveSum(values, sums, total);
 #endif
+  }
+
+  // The block's combined stats, in every thread. One barrier.
+  __device__ static TileStats all_reduce(const TileStats& value, TempStorage& temp) {
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+#if defined(__HIP_PLATFORM_AMD__)
+    TileStats mine{};
+    WarpReduce().reduce(value, mine, temp.warp[warp], TileStats{});
+#elif __CUDA_ARCH__ >= 800
+    // One redux instruction a word. A thread's total is under 2^36 (32 units
+    // of under 2^31 tiles), so its halves below and above bit 20 sum over a
+    // warp without overflow.
+    const auto total = static_cast<uint64_t>(value.total);
+    const uint32_t low = __reduce_add_sync(~0u, static_cast<uint32_t>(total & 0xFFFFFu));
+    const uint32_t high = __reduce_add_sync(~0u, static_cast<uint32_t>(total >> 20));
+    const TileStats mine{(static_cast<int64_t>(high) << 20) + low,
+                         static_cast<int32_t>(__reduce_add_sync(~0u, static_cast<uint32_t>(value.live))),
+                         static_cast<int32_t>(__reduce_max_sync(~0u, static_cast<uint32_t>(value.max_tiles)))};
+#else
+    const TileStats mine = WarpReduce(temp.warp[warp]).Reduce(value, TileStats{});
+#endif
+    if (static_cast<int>(threadIdx.x) % kWarpSize == 0) {  // the warp's result is in its lane 0
+      temp.total[warp] = mine.total;
+      temp.live[warp] = mine.live;
+      temp.max_tiles[warp] = mine.max_tiles;
+    }
+    __syncthreads();
+    TileStats all{};
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      all = TileStats{}(all, TileStats{temp.total[w], temp.live[w], temp.max_tiles[w]});
+    }
+    return all;
+  }
 };
 
 }  // namespace idxplan::device

@@ -77,6 +77,9 @@ struct StepArgs {
   StepInputs in{};
   StepOutputs out{};
   int32_t compress_ratio = 1;
+  Divisor by_compress_ratio{};       // compress_ratio and the schedule's block_kv and
+  Divisor by_block_kv{};             // row_blocks, as multiplies (the host computes
+  Divisor by_row_blocks{};           // them)
   int32_t candidate_block_size = 0;  // 0: no block ends
   int32_t num_reqs = 0;
   int32_t num_decodes = 0;
@@ -109,6 +112,9 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   a.in = in;
   a.out = out;
   a.compress_ratio = g.config.compress_ratio;
+  a.by_compress_ratio = Divisor(g.config.compress_ratio);
+  a.by_block_kv = Divisor(plan.decode.schedule.present() ? plan.decode.schedule.block_kv : 1);
+  a.by_row_blocks = Divisor(plan.decode.schedule.present() ? plan.decode.schedule.row_blocks : 1);
   a.candidate_block_size = g.config.candidate_block_size;
   a.num_reqs = plan.num_reqs;
   a.num_decodes = plan.num_decodes;
@@ -162,11 +168,11 @@ IDXPLAN_HD int32_t decode_row_len_at(const StepArgs& a, int32_t i) {
   if (r < 0) return 0;
   if (a.native_next_n > 0) {
     return decode_row_len(a.in.seq_lens[r], a.native_next_n, i - r * a.native_next_n,
-                          a.compress_ratio);
+                          a.by_compress_ratio);
   }
   const int32_t start = a.in.query_start_loc[r];
   return decode_row_len(a.in.seq_lens[r], a.in.query_start_loc[r + 1] - start, i - start,
-                        a.compress_ratio);
+                        a.by_compress_ratio);
 }
 
 // Row end of step token t, a prefill token; 0 for padding past the last request.
@@ -199,21 +205,38 @@ IDXPLAN_HD int32_t prefill_query_start_loc_at(const StepArgs& a, const ChunkGrou
   return clamped - t0;
 }
 
+// KV tiles of native schedule unit (seq, blk), the sequence's exact length
+// being seq_len; the kernel loads every unit's length before it computes any.
+// A row's length grows with the row, so the largest row end of the unit's
+// real rows is its last real row's.
+IDXPLAN_HD int32_t native_unit_tiles(const StepArgs& a, int32_t seq, int32_t blk, int32_t seq_len) {
+  const ScheduleShape& s = a.schedule;
+  const int32_t first_row = unit_first_row(s, blk);
+  // Rows of the unit: up to block_m, within the sequence and within the
+  // step's real rows (those past them are graph padding, with no context).
+  int32_t rows = s.block_m < s.rows_per_seq - first_row ? s.block_m : s.rows_per_seq - first_row;
+  const int32_t real = a.num_real_decode_rows - seq * s.rows_per_seq - first_row;
+  rows = rows < real ? rows : real;
+  const int32_t end =
+      rows > 0 ? decode_row_len(seq_len, s.rows_per_seq, first_row + rows - 1, a.by_compress_ratio) : 0;
+  // A context of no keys has no tiles, whatever its sign.
+  return unit_tiles(a.by_block_kv, seq_len > 0 ? a.by_compress_ratio.divide(seq_len) : 0, end);
+}
+
+// KV tiles of flattened schedule unit (row, blk) whose row's compressed
+// context is ctx.
+IDXPLAN_HD int32_t flat_unit_tiles(const StepArgs& a, int32_t blk, int32_t ctx) {
+  const ScheduleShape& s = a.schedule;
+  return unit_tiles(a.by_block_kv, ctx, ctx - s.rows_per_seq + unit_first_row(s, blk) + s.block_m);
+}
+
 // KV tiles of schedule unit u, from the exact lengths.
 IDXPLAN_HD int32_t unit_tiles_at(const StepArgs& a, int32_t u) {
   const ScheduleShape& s = a.schedule;
-  const int32_t seq = u / s.row_blocks;
-  const int32_t first_row = unit_first_row(s, u % s.row_blocks);
-  if (!s.native) {
-    const int32_t ctx = decode_row_len_at(a, seq);
-    return unit_tiles(s, ctx, ctx - s.rows_per_seq + first_row + s.block_m);
-  }
-  int32_t end = 0;
-  for (int32_t k = 0; k < s.block_m && first_row + k < s.rows_per_seq; ++k) {
-    const int32_t len = decode_row_len_at(a, seq * s.rows_per_seq + first_row + k);
-    end = len > end ? len : end;
-  }
-  return unit_tiles(s, context_len_at(a, seq), end);
+  const int32_t seq = a.by_row_blocks.divide(u);
+  const int32_t blk = u - seq * s.row_blocks;
+  if (s.native) return native_unit_tiles(a, seq, blk, a.in.seq_lens[seq]);
+  return flat_unit_tiles(a, blk, decode_row_len_at(a, seq));
 }
 
 namespace detail {
@@ -265,7 +288,7 @@ inline void fill_step_launch(const StepArgs& a) {
   for (int32_t u = 0; u < s.work && slot < s.num_ctas; ++u) {
     const int32_t slices = unit_slices(unit_tiles_at(a, u), per_slice);
     for (int32_t i = 0; i < slices && slot < s.num_ctas; ++i, ++slot) {
-      detail::store_descriptor(a.out.decode_schedule, slot, unit_descriptor(s, u, i, slices));
+      detail::store_descriptor(a.out.decode_schedule, slot, unit_descriptor(a.by_row_blocks, u, i, slices));
     }
   }
   for (; slot < s.num_ctas; ++slot) detail::store_descriptor(a.out.decode_schedule, slot, Descriptor{});

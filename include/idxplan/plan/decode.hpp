@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "idxplan/host_device.hpp"
+#include "idxplan/plan/divide.hpp"
 #include "idxplan/plan/span.hpp"
 #include "idxplan/plan/types.hpp"
 
@@ -16,10 +17,11 @@ namespace idxplan {
 
 // Compressed context of decode row j of a request with (exact) seq length L
 // and query length q: the row sees the tokens up to and including its own.
+// `compress_ratio` divides by C.
 IDXPLAN_HD int32_t decode_row_len(int32_t seq_len, int32_t query_len, int32_t row,
-                                  int32_t compress_ratio) {
+                                  const Divisor& compress_ratio) {
   const int32_t tokens = seq_len - query_len + row + 1;
-  return tokens > 0 ? tokens / compress_ratio : 0;
+  return tokens > 0 ? compress_ratio.divide(tokens) : 0;
 }
 
 // The decode rows as next_n-row sequences, or flattened (next_n == 0) when a

@@ -12,23 +12,10 @@
 
 #include "idxplan/config.hpp"
 #include "idxplan/host_device.hpp"
+#include "idxplan/plan/divide.hpp"
 #include "idxplan/plan/types.hpp"
 
 namespace idxplan {
-
-namespace detail {
-
-// a / b for a >= 0, b > 0. A 64-bit division is a long subroutine on a GPU
-// and costs the schedule's critical path dearly; operands under 2^31, which
-// every valid step has, take one 32-bit division instead.
-IDXPLAN_HD int64_t div_nonnegative(int64_t a, int64_t b) {
-  if (((a | b) >> 31) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
-  return a / b;
-}
-
-IDXPLAN_HD int64_t ceil_div(int64_t a, int64_t b) { return div_nonnegative(a + b - 1, b); }
-
-}  // namespace detail
 
 // The schedule for `num_seqs` sequences of `rows_per_seq` rows, or none
 // (num_ctas == 0) when there are too few sequences to pay for one or more
@@ -75,12 +62,12 @@ IDXPLAN_HD int32_t unit_first_row(const ScheduleShape& s, int32_t blk) {
   return pulled > 0 ? pulled : 0;
 }
 
-// KV tiles unit walks for a context `ctx` whose rows end by `end`: none for
-// an empty context, else at least one.
-IDXPLAN_HD int32_t unit_tiles(const ScheduleShape& s, int32_t ctx, int32_t end) {
+// KV tiles (of `block_kv` keys) a unit walks for a context `ctx` whose rows
+// end by `end`: none for an empty context, else at least one.
+IDXPLAN_HD int32_t unit_tiles(const Divisor& block_kv, int32_t ctx, int32_t end) {
   if (ctx <= 0) return 0;
   const int32_t keys = ctx < end ? ctx : end;
-  const int32_t tiles = static_cast<int32_t>(detail::ceil_div(keys > 0 ? keys : 0, s.block_kv));
+  const int32_t tiles = block_kv.divide_up(keys > 0 ? keys : 0);
   return tiles > 1 ? tiles : 1;
 }
 
@@ -104,8 +91,8 @@ IDXPLAN_HD int32_t tiles_per_slice(const ScheduleShape& s, int64_t total, int32_
 // has, which only lengths past max_model_len reach, so the device's int32
 // scan of slices cannot overflow.
 IDXPLAN_HD int32_t unit_slices(int32_t tiles, int32_t per_slice) {
-  const int64_t slices = detail::ceil_div(tiles, per_slice);
-  return static_cast<int32_t>(slices < kMaxScheduleSlots ? slices : kMaxScheduleSlots);
+  const int32_t slices = detail::ceil_div32(tiles, per_slice);
+  return slices < kMaxScheduleSlots ? slices : kMaxScheduleSlots;
 }
 
 // The step-wide facts tiles_per_slice needs, combined unit by unit (a block
@@ -134,9 +121,11 @@ struct Descriptor {
 };
 static_assert(sizeof(Descriptor) == kDescriptorWords * sizeof(int32_t), "4 int32 words");
 
-IDXPLAN_HD Descriptor unit_descriptor(const ScheduleShape& s, int32_t unit, int32_t slice,
+// `row_blocks` divides by the schedule's row blocks a sequence.
+IDXPLAN_HD Descriptor unit_descriptor(const Divisor& row_blocks, int32_t unit, int32_t slice,
                                       int32_t slices) {
-  return Descriptor{unit / s.row_blocks, unit % s.row_blocks, slice, slices};
+  const int32_t seq = row_blocks.divide(unit);
+  return Descriptor{seq, unit - seq * row_blocks.divisor(), slice, slices};
 }
 
 }  // namespace idxplan

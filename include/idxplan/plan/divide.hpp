@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// Integer division for the rules the device runs too, where a division is a
+// long instruction sequence on the critical path.
+
+#include <cstdint>
+#include <string>
+
+#include "idxplan/error.hpp"
+#include "idxplan/host_device.hpp"
+
+namespace idxplan {
+
+namespace detail {
+
+// a / b for a >= 0, b > 0. A 64-bit division is a long subroutine on a GPU
+// and costs the schedule's critical path dearly; operands under 2^31, which
+// every valid step has, take one 32-bit division instead.
+IDXPLAN_HD int64_t div_nonnegative(int64_t a, int64_t b) {
+  if (((a | b) >> 31) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+  return a / b;
+}
+
+IDXPLAN_HD int64_t ceil_div(int64_t a, int64_t b) { return div_nonnegative(a + b - 1, b); }
+
+// a / b and ceil(a / b) for int32 a >= 0, b > 0: one unsigned 32-bit
+// division and no branch, so a thread's units' rules interleave on a GPU
+// (a + b - 1 stays under 2^32).
+IDXPLAN_HD int32_t div32(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) / static_cast<uint32_t>(b));
+}
+IDXPLAN_HD int32_t ceil_div32(int32_t a, int32_t b) {
+  return static_cast<int32_t>((static_cast<uint32_t>(a) + static_cast<uint32_t>(b) - 1u) /
+                              static_cast<uint32_t>(b));
+}
+
+}  // namespace detail
+
+// Division by a divisor fixed for a whole step (the compression ratio, a KV
+// tile), as one widening multiply and a shift, exact for every dividend in
+// [0, 2^31) (Granlund and Montgomery, "Division by invariant integers using
+// multiplication", 1994): with l = ceil(log2 d), magic = ceil(2^(31 + l) / d)
+// is under 2^32 and magic * d - 2^(31 + l) is under d <= 2^l, so the
+// rounding error stays under 1/d. The host computes it, once a step.
+class Divisor {
+ public:
+  constexpr Divisor() = default;
+  explicit Divisor(int32_t d) : d_(d) {
+    if (d < 1) throw Error("idxplan::Divisor needs a divisor >= 1, got " + std::to_string(d));
+    int32_t l = 0;
+    while ((int64_t{1} << l) < d) ++l;
+    shift_ = 31 + l;
+    magic_ = static_cast<uint32_t>(((uint64_t{1} << shift_) + static_cast<uint64_t>(d) - 1) /
+                                   static_cast<uint64_t>(d));
+  }
+
+  IDXPLAN_HD constexpr int32_t divisor() const { return d_; }
+  // n / d, for 0 <= n < 2^31.
+  IDXPLAN_HD constexpr int32_t divide(int32_t n) const {
+    return static_cast<int32_t>((uint64_t{static_cast<uint32_t>(n)} * magic_) >> shift_);
+  }
+  // ceil(n / d), for 0 <= n < 2^31.
+  IDXPLAN_HD constexpr int32_t divide_up(int32_t n) const {
+    const int32_t q = divide(n);
+    return n - q * d_ > 0 ? q + 1 : q;
+  }
+
+ private:
+  int32_t d_ = 1;
+  uint32_t magic_ = 1u << 31;  // d = 1: n * 2^31 >> 31
+  int32_t shift_ = 31;
+};
+
+}  // namespace idxplan

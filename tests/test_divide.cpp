@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#include "idxplan/plan/divide.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace idxplan {
+namespace {
+
+constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+
+// Dividends where a multiply-and-shift division goes wrong first: around
+// multiples of d, and the top of the range.
+std::vector<int32_t> edge_dividends(int32_t d) {
+  std::vector<int64_t> wide{0, 1, 2, kMax, kMax - 1, int64_t{kMax} - d + 1};
+  for (const int64_t q : {int64_t{1}, int64_t{1} << 16, kMax / int64_t{d}}) {
+    for (int64_t e = -1; e <= 1; ++e) wide.push_back(q * d + e);
+  }
+  std::vector<int32_t> n;
+  for (const int64_t v : wide) {
+    if (v >= 0 && v <= kMax) n.push_back(static_cast<int32_t>(v));
+  }
+  return n;
+}
+
+TEST(Divisor, DividesEveryDividendExactly) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int32_t> any(0, kMax);
+  std::vector<int32_t> divisors;
+  for (int32_t d = 1; d <= 4096; ++d) divisors.push_back(d);
+  for (int shift = 12; shift <= 30; ++shift) {
+    for (const int32_t e : {-1, 0, 1}) divisors.push_back((1 << shift) + e);
+  }
+  divisors.push_back(kMax);
+  divisors.push_back(kMax - 1);
+  for (int i = 0; i < 2000; ++i) divisors.push_back(any(rng) | 1);
+  int64_t checked = 0;
+  for (const int32_t d : divisors) {
+    const Divisor by(d);
+    ASSERT_EQ(by.divisor(), d);
+    std::vector<int32_t> n = edge_dividends(d);
+    for (int i = 0; i < 64; ++i) n.push_back(any(rng));
+    for (const int32_t v : n) {
+      ASSERT_EQ(by.divide(v), v / d) << v << " / " << d;
+      ASSERT_EQ(by.divide_up(v), v / d + (v % d != 0)) << "ceil(" << v << " / " << d << ")";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300000);
+}
+
+TEST(Divisor, EveryDividendBelowTwoToTheTwentyForSmallDivisors) {
+  for (const int32_t d : {1, 2, 3, 4, 5, 7, 16, 63, 64, 100, 128}) {
+    const Divisor by(d);
+    for (int32_t v = 0; v < (1 << 20); ++v) ASSERT_EQ(by.divide(v), v / d) << v << " / " << d;
+  }
+}
+
+TEST(Divisor, RefusesANonPositiveDivisor) {
+  EXPECT_THROW(Divisor(0), Error);
+  EXPECT_THROW(Divisor(-4), Error);
+  try {
+    Divisor bad(0);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("got 0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace idxplan

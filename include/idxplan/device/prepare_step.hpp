@@ -132,36 +132,26 @@ __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
   __syncthreads();
 }
 
-// For each slot, the last u in [0, n) with first[u] <= slot, first[]
-// ascending: searches of fixed steps, `top` being the largest power of two
-// <= n, run side by side without a branch (first[n], the end, is read for
-// any step past n and never taken).
-template <int kSlots>
-__device__ void owning_units(const int32_t* first, int32_t n, int32_t top, const int32_t (&slot)[kSlots],
-                             int32_t (&unit)[kSlots]) {
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) unit[k] = 0;
-  for (int32_t step = top; step > 0; step >>= 1) {
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      const int32_t next = unit[k] + step;
-      const int32_t at = first[next < n ? next : n];
-      unit[k] = ((next < n) & (at <= slot[k])) ? next : unit[k];
-    }
-  }
-}
-
 // The decode schedule's slots [block * kSlotsPerBlock, + kSlotsPerBlock).
 // Every schedule block computes the step-wide stats and the scan of all the
 // units' slices itself (kMaxScheduleUnits at most), so the blocks need no
 // sync between them. Thread t holds units [t * kItems, (t + 1) * kItems), the
-// scan's order. `first` is work + 1 words of dynamic shared memory.
+// scan's order. `first` is work + 1 words of dynamic shared memory. Each unit
+// with slices among the block's slots marks the first of them, and a running
+// maximum over the slots hands every slot its unit.
 template <int kItems>
 __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* first) {
+  constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
   __shared__ typename Primitives::TempStorage temp;
+  __shared__ int32_t owner[kSlotsPerBlock];
   const ScheduleShape& s = a.schedule;
   const int tid = static_cast<int>(threadIdx.x);
   const int32_t base = tid * kItems;
+  const int32_t block_first = block * kSlotsPerBlock;
+  // Unmarked slots take the marks before them; the block's first slot is
+  // marked (by the unit holding it) whenever it holds one.
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) owner[k * kPrepareThreads + tid] = 0;
 
   int32_t tiles[kItems];
   if (s.native) {
@@ -206,26 +196,30 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     if (base + k < s.work) first[base + k] = firsts[k];
+    const int32_t from = firsts[k] > block_first ? firsts[k] : block_first;
+    if (base + k < s.work && from < firsts[k] + slices[k] && from < block_first + kSlotsPerBlock) {
+      owner[from - block_first] = base + k;  // units with slices hold disjoint slots
+    }
   }
   if (tid == 0) first[s.work] = end;
   __syncthreads();
 
-  constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
-  int32_t slot[kSlots], unit[kSlots];
+  // Thread t holds the block's slots [t * kSlots, (t + 1) * kSlots), the
+  // scan's order; temp.scan is free again, a barrier after its last use.
+  int32_t marks[kSlots], unit[kSlots];
 #pragma unroll
-  for (int k = 0; k < kSlots; ++k) slot[k] = block * kSlotsPerBlock + k * kPrepareThreads + tid;
-  int32_t top = 1;
-  while (2 * top <= s.work) top *= 2;
-  owning_units(first, s.work, top, slot, unit);
+  for (int k = 0; k < kSlots; ++k) marks[k] = owner[tid * kSlots + k];
+  Primitives::inclusive_max(marks, unit, temp);
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) {
+    const int32_t slot = block_first + tid * kSlots + k;
     const int32_t u = unit[k];
     int4 words = make_int4(0, 0, 0, 0);
-    if (slot[k] < end) {
-      const Descriptor d = unit_descriptor(a.by_row_blocks, u, slot[k] - first[u], first[u + 1] - first[u]);
+    if (slot < end) {
+      const Descriptor d = unit_descriptor(a.by_row_blocks, u, slot - first[u], first[u + 1] - first[u]);
       words = make_int4(d.seq, d.blk, d.slice, d.slices);
     }
-    if (slot[k] < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule)[slot[k]] = words;
+    if (slot < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule)[slot] = words;
   }
 }
 

@@ -3,6 +3,7 @@
 #include "idxplan/plan/buffers.hpp"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -84,6 +85,26 @@ TEST(NativeUnitTiles, IsTheMaxOverTheUnitsRealRows) {
     }
   }
   EXPECT_GT(checked, 5000);
+}
+
+TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
+  StepArgs a;
+  a.compress_ratio = 4;  // by_compress_ratio still divides by 1
+  try {
+    check_step_args(a);
+    FAIL() << "a StepArgs dividing by 1 for compress_ratio=4 was taken";
+  } catch (const StepError& e) {
+    EXPECT_NE(std::string(e.what()).find("compress_ratio=4"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(fill_step_launch(a), StepError);
+  a.by_compress_ratio = Divisor(4);
+  EXPECT_NO_THROW(check_step_args(a));  // no schedule: its divisors are not read
+  a.schedule.num_ctas = 8;
+  a.schedule.block_kv = 64;
+  a.schedule.row_blocks = 1;
+  EXPECT_THROW(check_step_args(a), StepError);
+  a.by_block_kv = Divisor(64);
+  EXPECT_NO_THROW(check_step_args(a));
 }
 
 TEST(FillStepBuffers, WritesANativeStepAndItsSchedule) {

@@ -264,6 +264,12 @@ TEST(LaunchGrid, RefusesMoreUnitsThanTheKernelTakes) {
   }
 }
 
+TEST(LaunchGrid, RefusesArgumentsNotMadeByMakeStepArgs) {
+  StepArgs a;
+  a.compress_ratio = 4;  // by_compress_ratio still divides by 1
+  EXPECT_THROW(device::launch(a, device::launch_grid(a, 1024), nullptr), StepError);
+}
+
 TEST(DeviceRuntime, AFailedCallNamesTheError) {
   if (device::device_count() == 0) GTEST_SKIP() << "no GPU on this machine: GPU test skipped";
   try {

@@ -342,6 +342,7 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
                             "takes at most 32 ({} units)",
                             a.schedule.work, grid.units_per_thread, 32 * kPrepareThreads));
   }
+  check_step_args(a);
   const std::size_t shared = schedule_shared_bytes(a);
   const auto go = [&](auto kernel) { kernel<<<grid.blocks(), kPrepareThreads, shared, stream>>>(a, grid); };
   switch (grid.units_per_thread) {

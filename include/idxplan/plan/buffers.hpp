@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cstdint>
 
+#include <fmt/format.h>
+
 #include "idxplan/config.hpp"
+#include "idxplan/error.hpp"
 #include "idxplan/host_device.hpp"
 #include "idxplan/plan/decode.hpp"
 #include "idxplan/plan/prefill.hpp"
@@ -136,6 +139,22 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   return a;
 }
 
+// Throws unless the divisors of `a` are those of its fields, as
+// make_step_args sets them: a hand-built StepArgs would otherwise divide by
+// the wrong numbers without a word.
+inline void check_step_args(const StepArgs& a) {
+  const bool schedule = a.schedule.present();
+  if (a.by_compress_ratio.divisor() != a.compress_ratio ||
+      (schedule && (a.by_block_kv.divisor() != a.schedule.block_kv ||
+                    a.by_row_blocks.divisor() != a.schedule.row_blocks))) {
+    throw StepError(fmt::format(
+        "StepArgs: the divisors ({}, {}, {}) are not compress_ratio={}, schedule block_kv={} and "
+        "row_blocks={}; build StepArgs with make_step_args",
+        a.by_compress_ratio.divisor(), a.by_block_kv.divisor(), a.by_row_blocks.divisor(),
+        a.compress_ratio, a.schedule.block_kv, a.schedule.row_blocks));
+  }
+}
+
 // The bodies: each a function of one index.
 
 // The request in [lo, hi) whose tokens hold token t: the last r with
@@ -254,6 +273,7 @@ IDXPLAN_HD void store_descriptor(int32_t* schedule, int32_t slot, const Descript
 // The CPU reference of one launch: what the kernel writes, in order, on the
 // host. `a`'s pointers are host memory.
 inline void fill_step_launch(const StepArgs& a) {
+  check_step_args(a);
   for (int32_t w = a.word_begin; w < a.word_end; ++w) {
     a.out.prefill_query_start_loc[w] = prefill_query_start_loc_at(a, a.groups, w);
   }

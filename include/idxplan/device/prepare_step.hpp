@@ -51,6 +51,15 @@ struct LaunchGrid {
   IDXPLAN_HD int32_t first(int p) const { return p == 0 ? 0 : end[p - 1]; }
 };
 
+// Decode offsets the decode_rows and decode_table parts copy to shared
+// memory for flattened rows, whose request each row searches for: up to
+// 8192 requests (32 KiB), past which they search device memory.
+inline constexpr int32_t kMaxStagedDecodeOffsets = 8192;
+IDXPLAN_HD bool stages_decode_offsets(const StepArgs& a) {
+  return !a.packing_only && a.native_next_n == 0 && a.num_decode_rows > 0 &&
+         a.num_decodes < kMaxStagedDecodeOffsets;
+}
+
 // Four consecutive block-table columns a thread of decode_table.
 IDXPLAN_HD int32_t decode_table_quads(const StepArgs& a) {
   return (a.num_block_cols + 3) / 4;
@@ -227,7 +236,7 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
 // one 16-byte load and store when both tables' rows are 16-byte aligned. It
 // is most of a big step's bytes, so each thread has kInFlight quads' loads
 // in flight before it stores any.
-__device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64_t stride) {
+__device__ inline void copy_decode_table(const StepArgs& a, const int32_t* qsl, int64_t start, int64_t stride) {
   constexpr int kInFlight = 4;
   const int32_t quads = decode_table_quads(a);
   const bool vector_rows = a.in.block_table_stride % 4 == 0 && a.out.decode_block_table_stride % 4 == 0 &&
@@ -245,7 +254,7 @@ __device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64
       const auto q = static_cast<int32_t>(q0 + k * stride < count ? q0 + k * stride : 0);
       row[k] = idxplan::detail::div32(q, quads);
       col[k] = (q - row[k] * quads) * 4;
-      const int32_t r = q0 + k * stride < count ? decode_row_request(a, row[k]) : -1;
+      const int32_t r = q0 + k * stride < count ? decode_row_request(a, qsl, row[k]) : -1;
       src[k] = r < 0 ? nullptr : a.in.block_table + int64_t{r} * a.in.block_table_stride;  // null: a padding row
       v[k] = vector_rows && src[k] != nullptr && col[k] + 4 <= a.num_block_cols
                  ? *reinterpret_cast<const int4*>(src[k] + col[k])
@@ -264,11 +273,24 @@ __device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64
   }
 }
 
+// query_start_loc [0, num_decodes] for the flattened decode rows' searches:
+// a copy in shared memory when stages_decode_offsets(a), so each of a row's
+// search steps is a shared-memory load rather than a device one.
+__device__ inline const int32_t* decode_offsets(const StepArgs& a, int32_t* shared) {
+  if (!stages_decode_offsets(a)) return a.in.query_start_loc;
+#pragma unroll 4
+  for (int32_t r = static_cast<int32_t>(threadIdx.x); r <= a.num_decodes; r += kPrepareThreads) {
+    shared[r] = a.in.query_start_loc[r];
+  }
+  __syncthreads();
+  return shared;
+}
+
 template <int kItems>
 __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const StepArgs a, const LaunchGrid grid) {
   constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
   __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
-  extern __shared__ int32_t first[];  // schedule_shared_bytes()
+  extern __shared__ int32_t first[];  // shared_bytes(): the schedule's, or the decode offsets
   const int tid = static_cast<int>(threadIdx.x);
   const auto b = static_cast<int32_t>(blockIdx.x);
 
@@ -301,15 +323,17 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
         a.out.context_lens[r] = context_len_at(a, static_cast<int32_t>(r));
       }
       break;
-    case Part::decode_rows:
+    case Part::decode_rows: {
+      const int32_t* qsl = decode_offsets(a, first);
       for (int64_t i = start; i < a.num_decode_rows; i += stride) {
-        const int32_t len = decode_row_len_at(a, static_cast<int32_t>(i));
+        const int32_t len = decode_row_len_at(a, qsl, static_cast<int32_t>(i));
         a.out.decode_row_lens[i] = len;
         if (a.candidate_block_size > 0) a.out.decode_block_ends[i] = block_end(len, a.candidate_block_size);
       }
       break;
+    }
     case Part::decode_table:
-      copy_decode_table(a, start, stride);
+      copy_decode_table(a, decode_offsets(a, first), start, stride);
       break;
     case Part::prefill_rows:
       for (int64_t t = a.num_decode_tokens + start; t < a.num_tokens; t += stride) {
@@ -325,11 +349,13 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
 
 }  // namespace detail
 
-// Dynamic shared memory of a launch: the schedule's scan, work + 1 words.
-inline std::size_t schedule_shared_bytes(const StepArgs& a) {
-  return a.schedule.present() && !a.packing_only
-             ? sizeof(int32_t) * (static_cast<std::size_t>(a.schedule.work) + 1)
-             : 0;
+// Dynamic shared memory of a launch, for the schedule's scan (work + 1
+// words) or the staged decode offsets (num_decodes + 1), whichever is more.
+inline std::size_t shared_bytes(const StepArgs& a) {
+  std::size_t words = 0;
+  if (a.schedule.present() && !a.packing_only) words = static_cast<std::size_t>(a.schedule.work) + 1;
+  if (stages_decode_offsets(a)) words = std::max(words, static_cast<std::size_t>(a.num_decodes) + 1);
+  return sizeof(int32_t) * words;
 }
 
 // Launches `a` on `stream` over `grid` (launch_grid's), the kernel built for
@@ -343,7 +369,7 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
                             a.schedule.work, grid.units_per_thread, 32 * kPrepareThreads));
   }
   check_step_args(a);
-  const std::size_t shared = schedule_shared_bytes(a);
+  const std::size_t shared = shared_bytes(a);
   const auto go = [&](auto kernel) { kernel<<<grid.blocks(), kPrepareThreads, shared, stream>>>(a, grid); };
   switch (grid.units_per_thread) {
     case 1: go(detail::prepare_step_kernel<1>); break;

@@ -52,8 +52,9 @@ struct LaunchGrid {
 };
 
 // Decode offsets the decode_rows and decode_table parts copy to shared
-// memory for flattened rows, whose request each row searches for: up to
-// 8192 requests (32 KiB), past which they search device memory.
+// memory for flattened rows, whose request each row searches for: the
+// num_decodes + 1 offsets of fewer than 8192 requests (32 KiB at most); more
+// requests search device memory.
 inline constexpr int32_t kMaxStagedDecodeOffsets = 8192;
 IDXPLAN_HD bool stages_decode_offsets(const StepArgs& a) {
   return !a.packing_only && a.native_next_n == 0 && a.num_decode_rows > 0 &&
@@ -69,14 +70,14 @@ IDXPLAN_HD int32_t decode_table_quads(const StepArgs& a) {
 // (per kSlotsPerBlock slots for the schedule), up to `max_blocks`, a few a
 // CU of the GPU it runs on.
 inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
+  using idxplan::detail::ceil_div;
   const auto blocks = [max_blocks](int64_t items, int64_t per_block) {
-    return static_cast<int32_t>(std::min<int64_t>((std::max<int64_t>(items, 0) + per_block - 1) / per_block,
-                                                  max_blocks));
+    return static_cast<int32_t>(std::min<int64_t>(ceil_div(std::max<int64_t>(items, 0), per_block), max_blocks));
   };
   const bool full = !a.packing_only;
   const bool schedule = full && a.schedule.present();
   int32_t count[kParts] = {
-      schedule ? static_cast<int32_t>((a.schedule.num_ctas + kSlotsPerBlock - 1) / kSlotsPerBlock) : 0,
+      schedule ? static_cast<int32_t>(ceil_div(a.schedule.num_ctas, kSlotsPerBlock)) : 0,
       blocks(int64_t{a.word_end} - a.word_begin, kPrepareThreads),
       full ? blocks(a.num_reqs, kPrepareThreads) : 0,
       full ? blocks(a.num_decode_rows, kPrepareThreads) : 0,
@@ -87,7 +88,7 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   int32_t total = 0;
   for (int p = 0; p < kParts; ++p) g.end[p] = total += count[p];
   if (schedule) {
-    const int32_t per_thread = (a.schedule.work + kPrepareThreads - 1) / kPrepareThreads;
+    const int64_t per_thread = ceil_div(a.schedule.work, kPrepareThreads);
     while (g.units_per_thread < per_thread) g.units_per_thread *= 2;
   }
   return g;

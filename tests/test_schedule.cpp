@@ -2,6 +2,10 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #include "idxplan/plan/schedule.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <random>
+
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
@@ -100,6 +104,40 @@ TEST(TilesPerSlice, SpreadsTilesOverTheSpareSlots) {
   s.max_tiles = 1;
   EXPECT_EQ(tiles_per_slice(s, 600, 4, 400), 100);
   EXPECT_EQ(tiles_per_slice(s, 0, 0, 0), 1);
+}
+
+// DESIGN.md section 6's rule, in int64 throughout.
+int64_t plain_tiles_per_slice(int64_t num_ctas, int64_t max_tiles, int64_t total, int64_t live,
+                              int64_t max_unit_tiles) {
+  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const int64_t spare = num_ctas - live;
+  const int64_t per_slice = std::min(std::max(ceil_div(total, std::max<int64_t>(spare, 1)), int64_t{1}), max_tiles);
+  const int64_t share = std::max(spare / std::max<int64_t>(live, 1), int64_t{1});
+  return std::max(per_slice, ceil_div(max_unit_tiles, share * 4));
+}
+
+// The 32-bit arithmetic (and the cap on the share) gives the rule's value
+// for every operand a schedule can meet, and for totals past int32.
+TEST(TilesPerSlice, IsTheRuleInInt64) {
+  std::mt19937_64 rng(5);
+  const auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const int64_t edges[] = {0, 1, 2, 3, 4, 255, 256, 65535, 65536, (int64_t{1} << 29) - 1,
+                           int64_t{1} << 29, (int64_t{1} << 31) - 2, (int64_t{1} << 31) - 1};
+  for (int i = 0; i < 200000; ++i) {
+    ScheduleShape s;
+    const bool edge = i % 2 == 0;
+    const auto value = [&](int64_t hi) { return edge ? std::min(edges[pick(0, 12)], hi) : pick(0, hi); };
+    s.num_ctas = static_cast<int32_t>(std::max<int64_t>(value((int64_t{1} << 31) - 1), 1));
+    s.max_tiles = static_cast<int32_t>(std::max<int64_t>(value((int64_t{1} << 31) - 1), 1));
+    const auto live = static_cast<int32_t>(value(s.num_ctas));
+    const auto max_unit_tiles = static_cast<int32_t>(value((int64_t{1} << 31) - 1));
+    // A total of live units of at most max_unit_tiles each.
+    const int64_t total = live == 0 || max_unit_tiles == 0 ? 0 : pick(max_unit_tiles, int64_t{live} * max_unit_tiles);
+    ASSERT_EQ(tiles_per_slice(s, total, live, max_unit_tiles),
+              plain_tiles_per_slice(s.num_ctas, s.max_tiles, total, live, max_unit_tiles))
+        << "num_ctas=" << s.num_ctas << " max_tiles=" << s.max_tiles << " total=" << total << " live=" << live
+        << " max_unit_tiles=" << max_unit_tiles;
+  }
 }
 
 }  // namespace

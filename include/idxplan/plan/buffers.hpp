@@ -242,10 +242,12 @@ IDXPLAN_HD int32_t native_unit_tiles(const StepArgs& a, int32_t seq, int32_t blk
   int32_t rows = s.block_m < s.rows_per_seq - first_row ? s.block_m : s.rows_per_seq - first_row;
   const int32_t real = a.num_real_decode_rows - seq * s.rows_per_seq - first_row;
   rows = rows < real ? rows : real;
-  const int32_t end =
-      rows > 0 ? decode_row_len(seq_len, s.rows_per_seq, first_row + rows - 1, a.by_compress_ratio) : 0;
+  // Computed for every unit and then selected, so the device's units do not
+  // branch.
+  const int32_t last = decode_row_len(seq_len, s.rows_per_seq, first_row + rows - 1, a.by_compress_ratio);
+  const int32_t end = rows > 0 ? last : 0;
   // A context of no keys has no tiles, whatever its sign.
-  return unit_tiles(a.by_block_kv, seq_len > 0 ? a.by_compress_ratio.divide(seq_len) : 0, end);
+  return unit_tiles(a.by_block_kv, a.by_compress_ratio.divide(seq_len > 0 ? seq_len : 0), end);
 }
 
 // KV tiles of flattened schedule unit (row, blk) whose row's compressed

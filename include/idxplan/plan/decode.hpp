@@ -21,7 +21,7 @@ namespace idxplan {
 IDXPLAN_HD int32_t decode_row_len(int32_t seq_len, int32_t query_len, int32_t row,
                                   const Divisor& compress_ratio) {
   const int32_t tokens = seq_len - query_len + row + 1;
-  return tokens > 0 ? compress_ratio.divide(tokens) : 0;
+  return compress_ratio.divide(tokens > 0 ? tokens : 0);
 }
 
 // The decode rows as next_n-row sequences, or flattened (next_n == 0) when a

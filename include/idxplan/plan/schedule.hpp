@@ -63,28 +63,38 @@ IDXPLAN_HD int32_t unit_first_row(const ScheduleShape& s, int32_t blk) {
 }
 
 // KV tiles (of `block_kv` keys) a unit walks for a context `ctx` whose rows
-// end by `end`: none for an empty context, else at least one.
+// end by `end`: none for an empty context, else at least one. Written as
+// selects rather than early returns, so a GPU thread's units interleave.
 IDXPLAN_HD int32_t unit_tiles(const Divisor& block_kv, int32_t ctx, int32_t end) {
-  if (ctx <= 0) return 0;
   const int32_t keys = ctx < end ? ctx : end;
   const int32_t tiles = block_kv.divide_up(keys > 0 ? keys : 0);
-  return tiles > 1 ? tiles : 1;
+  return ctx <= 0 ? 0 : (tiles > 1 ? tiles : 1);
 }
 
 // Tiles per slice, from the step's unit tiles: `total` of them over `live`
 // units with any, the largest unit holding `max_unit_tiles`. Spreads the
 // tiles over the slots a unit does not already own, within max_tiles, unless
 // the largest unit would then need more than four slots per spare share.
+// A total past 2^31 (lengths far past max_model_len) takes a 64-bit
+// division; everything else is 32-bit, so on the device the first two
+// divisions overlap.
 IDXPLAN_HD int32_t tiles_per_slice(const ScheduleShape& s, int64_t total, int32_t live,
                                    int32_t max_unit_tiles) {
-  const int64_t spare = s.num_ctas - live;
-  int64_t per_slice = detail::ceil_div(total, spare > 1 ? spare : 1);
+  constexpr int64_t kInt32Max = 0x7FFFFFFF;
+  const int32_t spare = s.num_ctas - live;
+  const int32_t spare_slots = spare > 1 ? spare : 1;
+  // Past int32, any quotient is cut to max_tiles below anyway.
+  const int64_t wide = total < kInt32Max ? 0 : detail::ceil_div(total, spare_slots);
+  int32_t per_slice = total < kInt32Max ? detail::ceil_div32(static_cast<int32_t>(total), spare_slots)
+                                        : static_cast<int32_t>(wide < kInt32Max ? wide : kInt32Max);
   per_slice = per_slice > 1 ? per_slice : 1;
   per_slice = per_slice < s.max_tiles ? per_slice : s.max_tiles;
-  int64_t share = detail::div_nonnegative(spare, live > 1 ? live : 1);
-  share = share > 1 ? share : 1;
-  const int64_t floor = detail::ceil_div(max_unit_tiles, share * 4);
-  return static_cast<int32_t>(per_slice > floor ? per_slice : floor);
+  int32_t share = spare > 0 ? detail::div32(spare, live > 1 ? live : 1) : 0;
+  // Every share from 2^29 up gives the same floor (0 or 1), so the cap keeps
+  // share * 4 within int32 and changes nothing.
+  share = share > 1 ? (share < (1 << 29) ? share : (1 << 29)) : 1;
+  const int32_t floor = detail::ceil_div32(max_unit_tiles, share * 4);
+  return per_slice > floor ? per_slice : floor;
 }
 
 // Slices of a unit with `tiles` tiles. Capped at the most slots a schedule

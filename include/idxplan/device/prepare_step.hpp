@@ -146,22 +146,16 @@ __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
 // Every schedule block computes the step-wide stats and the scan of all the
 // units' slices itself (kMaxScheduleUnits at most), so the blocks need no
 // sync between them. Thread t holds units [t * kItems, (t + 1) * kItems), the
-// scan's order. `first` is work + 1 words of dynamic shared memory. Each unit
-// with slices among the block's slots marks the first of them, and a running
-// maximum over the slots hands every slot its unit.
+// scan's order. `first` is work + 1 words of dynamic shared memory: each
+// unit's first slot, then the slots in use. Each slot finds its unit by a
+// binary search among the few units the block's slots lie in.
 template <int kItems>
 __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* first) {
   constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
   __shared__ typename Primitives::TempStorage temp;
-  __shared__ int32_t owner[kSlotsPerBlock];
   const ScheduleShape& s = a.schedule;
   const int tid = static_cast<int>(threadIdx.x);
   const int32_t base = tid * kItems;
-  const int32_t block_first = block * kSlotsPerBlock;
-  // Unmarked slots take the marks before them; the block's first slot is
-  // marked (by the unit holding it) whenever it holds one.
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) owner[k * kPrepareThreads + tid] = 0;
 
   int32_t tiles[kItems];
   if (s.native) {
@@ -181,7 +175,8 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
     for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[seq[k]] : 0;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      tiles[k] = base + k < s.work ? native_unit_tiles(a, seq[k], blk[k], lens[k]) : 0;
+      const int32_t t = native_unit_tiles(a, seq[k], blk[k], lens[k]);
+      tiles[k] = base + k < s.work ? t : 0;
     }
   } else {
     store_flat_tiles<kItems>(a, first);
@@ -202,34 +197,58 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
   int32_t end = 0;
   Primitives::exclusive_sum(slices, firsts, end, temp);
   // first[] held only this thread's own units' tiles (flattened), so no
-  // other thread still reads what this overwrites.
+  // other thread still reads what this overwrites. The units holding the
+  // block's first and last slot in use bound its slots' searches.
+  __shared__ int32_t bounds[2];
+  const int32_t block_first = block * kSlotsPerBlock;
+  const int32_t block_last = (block_first + kSlotsPerBlock < end ? block_first + kSlotsPerBlock : end) - 1;
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     if (base + k < s.work) first[base + k] = firsts[k];
-    const int32_t from = firsts[k] > block_first ? firsts[k] : block_first;
-    if (base + k < s.work && from < firsts[k] + slices[k] && from < block_first + kSlotsPerBlock) {
-      owner[from - block_first] = base + k;  // units with slices hold disjoint slots
-    }
+    const int32_t next = firsts[k] + slices[k];
+    if (firsts[k] <= block_first && block_first < next) bounds[0] = base + k;
+    if (firsts[k] <= block_last && block_last < next) bounds[1] = base + k;
   }
   if (tid == 0) first[s.work] = end;
   __syncthreads();
 
-  // Thread t holds the block's slots [t * kSlots, (t + 1) * kSlots), the
-  // scan's order; temp.scan is free again, a barrier after its last use.
-  int32_t marks[kSlots], unit[kSlots];
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) marks[k] = owner[tid * kSlots + k];
-  Primitives::inclusive_max(marks, unit, temp);
+  // Slot j's unit is the last one whose first slot is at most j (a unit
+  // without slices shares its first slot with the next), among the units
+  // [lo, hi] the block's slots lie in. Every thread of the block takes the
+  // same steps, and both of a thread's slots search at once.
+  int32_t slot[kSlots], unit[kSlots], unit_first[kSlots];
+  const bool busy = block_first < end;  // else none of the block's slots is in use
+  const int32_t lo = busy ? bounds[0] : 0;
+  const int32_t hi = busy ? bounds[1] : 0;
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) {
-    const int32_t slot = block_first + tid * kSlots + k;
-    const int32_t u = unit[k];
+    slot[k] = block_first + k * kPrepareThreads + tid;
+    unit[k] = lo;
+    unit_first[k] = first[lo];
+  }
+  int32_t step = 1;
+  while (step * 2 <= hi - lo) step *= 2;
+  for (; busy && step > 0; step /= 2) {
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int32_t probe = unit[k] + step;
+      // An unconditional load, which keeps the loop free of predicated
+      // address arithmetic.
+      const int32_t f = first[probe < hi ? probe : hi];
+      const bool right = probe <= hi && f <= slot[k];
+      unit[k] = right ? probe : unit[k];
+      unit_first[k] = right ? f : unit_first[k];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
     int4 words = make_int4(0, 0, 0, 0);
-    if (slot < end) {
-      const Descriptor d = unit_descriptor(a.by_row_blocks, u, slot - first[u], first[u + 1] - first[u]);
+    if (slot[k] < end) {
+      const Descriptor d = unit_descriptor(a.by_row_blocks, unit[k], slot[k] - unit_first[k],
+                                           first[unit[k] + 1] - unit_first[k]);
       words = make_int4(d.seq, d.blk, d.slice, d.slices);
     }
-    if (slot < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule)[slot] = words;
+    if (slot[k] < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule)[slot[k]] = words;
   }
 }
 
@@ -295,12 +314,23 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
   const int tid = static_cast<int>(threadIdx.x);
   const auto b = static_cast<int32_t>(blockIdx.x);
 
-  int part = 0;
-  while (part < kParts && b >= grid.end[part]) ++part;
+  // The first part whose blocks end past b. Constant indices only, so the
+  // grid stays in kernel arguments rather than a copy in local memory.
+  int part = kParts;
+  int32_t part_first = 0;
+  int32_t part_end = 0;
+#pragma unroll
+  for (int p = kParts - 1; p >= 0; --p) {
+    if (b < grid.end[p]) {
+      part = p;
+      part_first = grid.first(p);
+      part_end = grid.end[p];
+    }
+  }
   if (part == kParts) return;  // the one block of a launch with nothing to write
-  const int32_t block = b - grid.first(part);
+  const int32_t block = b - part_first;
   const int64_t start = int64_t{block} * kPrepareThreads + tid;
-  const int64_t stride = int64_t{grid.end[part] - grid.first(part)} * kPrepareThreads;
+  const int64_t stride = int64_t{part_end - part_first} * kPrepareThreads;
 
   switch (static_cast<Part>(part)) {
     case Part::schedule:

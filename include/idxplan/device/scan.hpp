@@ -2,9 +2,9 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The block-wide primitives the decode schedule needs: an exclusive sum and
-// a running maximum of kItems int32 a thread (block scans), and the units'
-// TileStats combined over the block and handed to every thread. rocPRIM on
+// The block-wide primitives the decode schedule needs: an exclusive sum of
+// kItems int32 a thread (a block scan), and the units' TileStats combined
+// over the block and handed to every thread. rocPRIM on
 // AMD, CUB on NVIDIA, as hipCUB chooses between them; the only other file
 // that names a platform is runtime.hpp.
 //
@@ -65,18 +65,6 @@ struct BlockPrimitives {
     Scan().exclusive_scan(values, sums, 0, total, temp.scan, rocprim::plus<int32_t>());
 #else
     Scan(temp.scan).ExclusiveSum(values, sums, total);
-#endif
-  }
-
-  // Inclusive running maxima of the block's values, thread by thread in order.
-  template <int kItems>
-  __device__ static void inclusive_max(int32_t (&values)[kItems], int32_t (&maxima)[kItems],
-                                       TempStorage& temp) {
-    const auto max = [](int32_t x, int32_t y) { return x > y ? x : y; };
-#if defined(__HIP_PLATFORM_AMD__)
-    Scan().inclusive_scan(values, maxima, temp.scan, max);
-#else
-    Scan(temp.scan).InclusiveScan(values, maxima, max);
 #endif
   }
 

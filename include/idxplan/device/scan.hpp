@@ -4,9 +4,9 @@
 
 // The block-wide primitives the decode schedule needs: an exclusive sum of
 // kItems int32 a thread (a block scan), and the units' TileStats combined
-// over the block and handed to every thread. rocPRIM on
-// AMD, CUB on NVIDIA, as hipCUB chooses between them; the only other file
-// that names a platform is runtime.hpp.
+// over the block and handed to every thread. rocPRIM on AMD, CUB on NVIDIA,
+// as hipCUB chooses between them; the only other file that names a platform
+// is runtime.hpp.
 //
 // Both are built for latency, which is all a step's few thousand units cost:
 // the scan runs warp scans and one exchange between warps; the reduction

@@ -90,10 +90,11 @@ IDXPLAN_HD int32_t tiles_per_slice(const ScheduleShape& s, int64_t total, int32_
   per_slice = per_slice > 1 ? per_slice : 1;
   per_slice = per_slice < s.max_tiles ? per_slice : s.max_tiles;
   int32_t share = spare > 0 ? detail::div32(spare, live > 1 ? live : 1) : 0;
-  // Every share from 2^29 up gives the same floor (0 or 1), so the cap keeps
-  // share * 4 within int32 and changes nothing.
+  // Every share from 2^29 up gives the same floor (0 or 1); capped there,
+  // share * 4 and the rounding up fit uint32.
   share = share > 1 ? (share < (1 << 29) ? share : (1 << 29)) : 1;
-  const int32_t floor = detail::ceil_div32(max_unit_tiles, share * 4);
+  const uint32_t quarter = static_cast<uint32_t>(share) * 4u;
+  const auto floor = static_cast<int32_t>((static_cast<uint32_t>(max_unit_tiles) + quarter - 1u) / quarter);
   return per_slice > floor ? per_slice : floor;
 }
 

@@ -25,15 +25,17 @@ IDXPLAN_HD int64_t div_nonnegative(int64_t a, int64_t b) {
 
 IDXPLAN_HD int64_t ceil_div(int64_t a, int64_t b) { return div_nonnegative(a + b - 1, b); }
 
-// a / b and ceil(a / b) for int32 a >= 0, b > 0: one unsigned 32-bit
-// division and no branch, so a thread's units' rules interleave on a GPU
-// (a + b - 1 stays under 2^32).
+// ceil(a / b) for b > 0 and a + b - 1 under 2^32: one unsigned 32-bit
+// division and no branch.
+IDXPLAN_HD uint32_t ceil_div_u32(uint32_t a, uint32_t b) { return (a + b - 1u) / b; }
+
+// a / b and ceil(a / b) for int32 a >= 0, b > 0, as unsigned 32-bit
+// divisions with no branch, so a thread's units' rules interleave on a GPU.
 IDXPLAN_HD int32_t div32(int32_t a, int32_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(a) / static_cast<uint32_t>(b));
 }
 IDXPLAN_HD int32_t ceil_div32(int32_t a, int32_t b) {
-  return static_cast<int32_t>((static_cast<uint32_t>(a) + static_cast<uint32_t>(b) - 1u) /
-                              static_cast<uint32_t>(b));
+  return static_cast<int32_t>(ceil_div_u32(static_cast<uint32_t>(a), static_cast<uint32_t>(b)));
 }
 
 }  // namespace detail

@@ -83,18 +83,22 @@ IDXPLAN_HD int32_t tiles_per_slice(const ScheduleShape& s, int64_t total, int32_
   constexpr int64_t kInt32Max = 0x7FFFFFFF;
   const int32_t spare = s.num_ctas - live;
   const int32_t spare_slots = spare > 1 ? spare : 1;
-  // Past int32, any quotient is cut to max_tiles below anyway.
-  const int64_t wide = total < kInt32Max ? 0 : detail::ceil_div(total, spare_slots);
-  int32_t per_slice = total < kInt32Max ? detail::ceil_div32(static_cast<int32_t>(total), spare_slots)
-                                        : static_cast<int32_t>(wide < kInt32Max ? wide : kInt32Max);
+  int32_t per_slice = 0;
+  if (total < kInt32Max) {
+    per_slice = detail::ceil_div32(static_cast<int32_t>(total), spare_slots);
+  } else {
+    // Past int32, any quotient is cut to max_tiles below anyway.
+    const int64_t wide = detail::ceil_div(total, spare_slots);
+    per_slice = static_cast<int32_t>(wide < kInt32Max ? wide : kInt32Max);
+  }
   per_slice = per_slice > 1 ? per_slice : 1;
   per_slice = per_slice < s.max_tiles ? per_slice : s.max_tiles;
   int32_t share = spare > 0 ? detail::div32(spare, live > 1 ? live : 1) : 0;
   // Every share from 2^29 up gives the same floor (0 or 1); capped there,
   // share * 4 and the rounding up fit uint32.
   share = share > 1 ? (share < (1 << 29) ? share : (1 << 29)) : 1;
-  const uint32_t quarter = static_cast<uint32_t>(share) * 4u;
-  const auto floor = static_cast<int32_t>((static_cast<uint32_t>(max_unit_tiles) + quarter - 1u) / quarter);
+  const auto floor = static_cast<int32_t>(
+      detail::ceil_div_u32(static_cast<uint32_t>(max_unit_tiles), static_cast<uint32_t>(share) * 4u));
   return per_slice > floor ? per_slice : floor;
 }
 

@@ -22,6 +22,11 @@ const idxplan::Geometry& geometry() {
   return g;
 }
 
+const idxplan::Geometry& zero_rows_geometry() {
+  static const idxplan::Geometry g = idxplan::make_geometry(idxplan::bench::zero_rows_config());
+  return g;
+}
+
 void report_allocations(benchmark::State& state, int64_t before) {
   const int64_t allocations = idxplan::bench::allocation_count() - before;
   state.counters["allocs_per_step"] =
@@ -29,19 +34,25 @@ void report_allocations(benchmark::State& state, int64_t before) {
 }
 
 // Planned into one warm plan, as an engine does each step.
-void plan_step(benchmark::State& state, BenchStep (*make)()) {
-  const BenchStep step = make();
+void plan_into(benchmark::State& state, const idxplan::Geometry& g, const BenchStep& step) {
   idxplan::StepPlan plan;
-  idxplan::reserve(plan, geometry());
-  idxplan::plan_step(geometry(), step.query_start_loc, step.seq_lens, idxplan::kUnpaddedTokens, plan);
+  idxplan::reserve(plan, g);
+  idxplan::plan_step(g, step.query_start_loc, step.seq_lens, idxplan::kUnpaddedTokens, plan);
   const int64_t before = idxplan::bench::allocation_count();
   for (auto _ : state) {
-    idxplan::plan_step(geometry(), step.query_start_loc, step.seq_lens, idxplan::kUnpaddedTokens,
-                       plan);
+    idxplan::plan_step(g, step.query_start_loc, step.seq_lens, idxplan::kUnpaddedTokens, plan);
     benchmark::DoNotOptimize(plan.decode);
     benchmark::ClobberMemory();
   }
   report_allocations(state, before);
+}
+
+void plan_step(benchmark::State& state, BenchStep (*make)()) { plan_into(state, geometry(), make()); }
+
+// Planning time stays linear in requests + chunks: 1,015 chunks beside
+// N - 2 requests with no rows, for N = 1024 and 4096.
+void plan_step_zero_rows(benchmark::State& state) {
+  plan_into(state, zero_rows_geometry(), idxplan::bench::zero_rows(static_cast<int32_t>(state.range(0))));
 }
 
 // Baseline: a fresh plan every step.
@@ -71,6 +82,7 @@ BenchStep mixed_1024() { return idxplan::bench::mixed_1024(); }
 
 BENCHMARK_CAPTURE(plan_step, decode_256, decode_256);
 BENCHMARK_CAPTURE(plan_step, mixed_1024, mixed_1024);
+BENCHMARK(plan_step_zero_rows)->Arg(1024)->Arg(4096);
 BENCHMARK_CAPTURE(plan_step_fresh, decode_256, decode_256);
 BENCHMARK_CAPTURE(plan_step_fresh, mixed_1024, mixed_1024);
 BENCHMARK_CAPTURE(read_inputs, decode_256, decode_256);

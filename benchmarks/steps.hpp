@@ -57,4 +57,30 @@ inline BenchStep mixed_1024() {
   return s;
 }
 
+// The robustness issue's step, on zero_rows_config(): a 600-token prefill,
+// `num_reqs - 2` requests with no rows, then a 64,936-token prefill of a
+// 1M-token request, which the split cuts into 1,015 slices of 64 rows.
+// Before DESIGN 5.6's trim every slice carried every empty request.
+inline BenchStep zero_rows(int32_t num_reqs) {
+  BenchStep s;
+  s.query_start_loc = {0, 600};
+  s.seq_lens = {1048576};
+  for (int32_t r = 0; r < num_reqs - 2; ++r) {
+    s.query_start_loc.push_back(600);
+    s.seq_lens.push_back(1000 + r);
+  }
+  s.query_start_loc.push_back(65536);
+  s.seq_lens.push_back(1048576);
+  return s;
+}
+
+// The DeepSeek-V4.1 preset with a 64 MiB logits budget and room for 4096
+// requests, which zero_rows() needs.
+inline IndexerConfig zero_rows_config() {
+  IndexerConfig c = deepseek_config();
+  c.max_logits_mb = 64;
+  c.max_num_seqs = 4096;
+  return c;
+}
+
 }  // namespace idxplan::bench

@@ -125,4 +125,35 @@ inline RandomStep random_step(const Geometry& g, std::mt19937_64& rng) {
   return s;
 }
 
+// A prefill step full of requests with no rows: before, between and after
+// requests with rows, and opening groups that a wide request then fills and
+// the split cuts into query slices (DESIGN 5.6). Exact lengths are the bounds.
+inline RandomStep zero_row_step(const Geometry& g, std::mt19937_64& rng) {
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const IndexerConfig& c = g.config;
+  const int64_t max_len = c.max_model_len;
+  RandomStep s;
+  s.query_start_loc.push_back(0);
+  const int64_t num_reqs = uniform(1, c.max_num_seqs);
+  int64_t tokens = 0;
+  for (int64_t r = 0; r < num_reqs; ++r) {
+    const int64_t budget = c.max_num_batched_tokens - tokens;
+    // The first request must be a prefill, so the whole step is one.
+    int64_t q = r == 0 ? g.decode_threshold + 1 : (uniform(0, 2) == 0 ? uniform(1, 40) : 0);
+    if (r == 0 && q > budget) break;
+    q = std::min(q, budget);
+    tokens += q;
+    s.query_start_loc.push_back(static_cast<int32_t>(tokens));
+    const int64_t len = uniform(0, 2) == 0 ? max_len : std::min(max_len, q + uniform(0, 3000));
+    s.seq_lens_upper_bound.push_back(static_cast<int32_t>(std::max(len, q)));
+  }
+  s.seq_lens = s.seq_lens_upper_bound;
+  s.num_tokens = s.query_start_loc.back();
+  s.table_stride = g.max_blocks_per_seq;
+  s.block_table.assign(s.seq_lens.size() * static_cast<std::size_t>(s.table_stride), 1);
+  return s;
+}
+
 }  // namespace idxplan::test

@@ -72,7 +72,10 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
   std::size_t kept = 0;
   for (const ChunkSplit& sp : p.splits) {
     const int32_t base = qsl[static_cast<std::size_t>(sp.request_begin)];
-    for (int32_t t = base + sp.query_begin; t < base + sp.query_end; ++t) {
+    const int32_t t0 = base + sp.query_begin;
+    const int32_t t1 = base + sp.query_end;
+    ASSERT_LT(t0, t1);
+    for (int32_t t = t0; t < t1; ++t) {
       ASSERT_GE(t, first);
       ASSERT_LT(t, last);
       // The row belongs to one of the split's requests.
@@ -80,16 +83,30 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
       ASSERT_GT(qsl[static_cast<std::size_t>(sp.request_end)], t);
       ++in_split[static_cast<std::size_t>(t - first)];
     }
+    // DESIGN 5.6, by a linear scan: the chunk's requests run from the owner
+    // of its first row to the owner of its last.
+    auto owner = [&](int32_t t) {
+      int32_t r = sp.request_begin;
+      while (qsl[static_cast<std::size_t>(r) + 1] <= t) ++r;
+      return r;
+    };
+    const int32_t first_request = owner(t0);
+    const int32_t last_request = owner(t1 - 1);
     int64_t context = 0;
-    for (int32_t r = sp.request_begin; r < sp.request_end; ++r) {
-      context += s.seq_lens_upper_bound[static_cast<std::size_t>(r)] / g.config.compress_ratio;
+    int32_t widest = 0;
+    for (int32_t r = first_request; r <= last_request; ++r) {
+      const int32_t ctx = s.seq_lens_upper_bound[static_cast<std::size_t>(r)] / g.config.compress_ratio;
+      context += ctx;
+      widest = std::max(widest, ctx);
     }
     if (context == 0) continue;
     ASSERT_LT(kept, p.prefill.size());
     const PrefillPlan& c = p.prefill[kept++];
-    EXPECT_EQ(c.token_start, base + sp.query_begin);
-    EXPECT_EQ(c.token_end, base + sp.query_end);
-    EXPECT_EQ(c.first_request, sp.request_begin);
+    EXPECT_EQ(c.token_start, t0);
+    EXPECT_EQ(c.token_end, t1);
+    EXPECT_EQ(c.first_request, first_request);
+    EXPECT_EQ(c.num_reqs, last_request - first_request + 1);
+    EXPECT_EQ(c.width, widest);
   }
   EXPECT_EQ(kept, p.prefill.size());
   for (int n : in_split) ASSERT_EQ(n, 1);
@@ -115,6 +132,11 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
       row = piece.end_row;
     }
     EXPECT_EQ(row, c.token_end - c.token_start);
+    // Trimmed: the chunk's first and last requests both have rows in it.
+    ASSERT_GT(c.num_pieces, 0);
+    EXPECT_EQ(p.pieces[static_cast<std::size_t>(c.first_piece)].request, 0);
+    EXPECT_EQ(p.pieces[static_cast<std::size_t>(c.first_piece + c.num_pieces - 1)].request,
+              c.num_reqs - 1);
     EXPECT_EQ(c.use_gather, g.prefill_gathers(c.width));
     // The packed offsets, chunk by chunk, as the reference's clamp.
     for (int32_t i = 0; i <= c.num_reqs; ++i) {
@@ -124,6 +146,9 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
     }
   }
   EXPECT_EQ(words, p.num_prefill_query_start_loc_words);
+  // The bound the buffer is sized by (DESIGN 5.6).
+  EXPECT_LE(words, 2 * int64_t{p.num_prefill_tokens} + p.num_reqs);
+  EXPECT_LE(words, step_buffer_sizes(g).prefill_query_start_loc);
 
   for (const GatherLaunch& l : p.gather_launches) {
     EXPECT_GT(l.token_end, l.token_start);
@@ -221,6 +246,39 @@ TEST(Properties, RandomStepsKeepEveryInvariant) {
   EXPECT_GT(native, kSteps / 20);
   EXPECT_GT(gathers, kSteps / 20);
   EXPECT_GT(cut, kSteps / 10);
+}
+
+TEST(Properties, ZeroRowRequestsKeepThePackedWordsWithinTheirBound) {
+  // Buffers of exactly step_buffer_sizes: a word past them is a heap
+  // overflow under the sanitizers, and a count past them fails here.
+  std::vector<Geometry> geometries = test::random_geometries();
+  IndexerConfig tiny = deepseek_v41_config(4);  // one-row slices of 1M-token requests
+  tiny.max_num_seqs = 64;
+  tiny.max_num_batched_tokens = 256;
+  tiny.max_logits_mb = 1;
+  geometries.push_back(make_geometry(tiny));
+  std::mt19937_64 rng(5060);
+  StepPlan plan;
+  int sliced_after_empty = 0;
+  for (int i = 0; i < kSteps / 4; ++i) {
+    const std::size_t gi = static_cast<std::size_t>(i) % geometries.size();
+    const Geometry& g = geometries[gi];
+    const test::RandomStep s = test::zero_row_step(g, rng);
+    ASSERT_NO_THROW(plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens, plan))
+        << "step " << i;
+    test::HostBuffers b(g);
+    test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, b);
+    SCOPED_TRACE(::testing::Message() << "step " << i << " on geometry " << gi);
+    check_prefill(g, s, plan, b);
+    for (const ChunkSplit& sp : plan.splits) {
+      const bool empty_first = s.query_start_loc[static_cast<std::size_t>(sp.request_begin)] ==
+                               s.query_start_loc[static_cast<std::size_t>(sp.request_begin) + 1];
+      sliced_after_empty += empty_first && sp.query_begin > 0;
+    }
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  // The steps reach the case the trim is for.
+  EXPECT_GT(sliced_after_empty, kSteps / 4);
 }
 
 }  // namespace

@@ -100,9 +100,10 @@ TEST(PlanStep, PaddingOfAMixedStepBelongsToThePrefills) {
   EXPECT_EQ(p.prefill[0].token_end, 12);
 }
 
-TEST(PlanStep, ChunksStartOnTheirEmptyLeadingRequest) {
-  // The bisect edge of DESIGN 5: request 1 is empty and wide enough to end
-  // the first group, so the second group's chunks start on it.
+TEST(PlanStep, ChunksStartOnTheOwnerOfTheirFirstRow) {
+  // Request 1 is empty and wide enough to end the first group, so the second
+  // group's split starts on it; its chunks start on request 2, which owns
+  // their rows (DESIGN 5.6).
   IndexerConfig c = deepseek_config();
   c.num_speculative_tokens = 0;
   c.max_logits_mb = 1;  // 262144 / width rows a chunk
@@ -113,13 +114,16 @@ TEST(PlanStep, ChunksStartOnTheirEmptyLeadingRequest) {
   ASSERT_EQ(p.num_prefills, 3);
   EXPECT_EQ(p.splits, (std::vector<ChunkSplit>{{0, 1, 0, 50}, {1, 3, 0, 2}, {1, 3, 2, 4}}));
   ASSERT_EQ(p.prefill.size(), 3u);
-  EXPECT_EQ(p.prefill[1].first_request, 1);
+  EXPECT_EQ(p.prefill[1].first_request, 2);
   EXPECT_EQ(p.prefill[1].token_start, 50);
   EXPECT_EQ(p.prefill[1].token_end, 52);
-  EXPECT_EQ(p.prefill[1].num_reqs, 2);
+  EXPECT_EQ(p.prefill[1].num_reqs, 1);
+  EXPECT_EQ(p.prefill[1].width, 250);
   EXPECT_EQ(p.prefill[1].query_start_loc_offset, 2);
-  EXPECT_EQ(p.pieces[static_cast<std::size_t>(p.prefill[1].first_piece)], (RequestRows{0, 2, 1}));
-  EXPECT_EQ(p.num_prefill_query_start_loc_words, 2 + 3 + 3);
+  EXPECT_EQ(p.pieces[static_cast<std::size_t>(p.prefill[1].first_piece)], (RequestRows{0, 2, 0}));
+  EXPECT_EQ(p.num_prefill_query_start_loc_words, 2 + 2 + 2);
+  // Both slices of request 2 fold into one group.
+  EXPECT_EQ(p.chunk_groups, (std::vector<ChunkGroup>{{0, 1, 0, 50, 50, 0}, {2, 1, 50, 54, 2, 2}}));
 }
 
 TEST(PlanStep, AMillionTokenContextIsCutAndJoinedAgain) {

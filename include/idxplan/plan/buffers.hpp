@@ -62,8 +62,10 @@ inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
   s.decode_rows = g.max_decode_rows;
   s.decode_block_table = int64_t{g.max_decode_rows} * g.max_blocks_per_seq;
   s.prefill_rows = g.config.max_num_batched_tokens;
-  // Every chunk has a row; a chunk of several requests is the group's only
-  // chunk, so the packed words are at most requests + 2 * chunks.
+  // A chunk takes its requests' count + 1 words. Every chunk has a row; a
+  // chunk of several requests is its group's only chunk, and a query slice
+  // of a group is one request (DESIGN 5.6), so the words are at most
+  // requests + 2 * prefill tokens.
   s.prefill_query_start_loc = int64_t{g.config.max_num_seqs} + 2 * int64_t{s.prefill_rows};
   s.decode_schedule = g.schedule_words;
   s.chunks = g.config.max_num_batched_tokens;

@@ -31,14 +31,32 @@ IDXPLAN_HD int32_t block_end(int32_t row_end, int32_t candidate_block_size) {
   return (row_end + candidate_block_size - 1) / candidate_block_size;
 }
 
-// Turns the split into the chunks the dense layers launch and plans each, as
-// the base builder and the reference's plan_prefill_chunks do together:
-// token range from the split, a chunk whose requests' host compressed
-// contexts sum to 0 dropped, then the requests with rows in the chunk, the
-// logits width and the gather gate. The chunk's first request comes from the
-// split itself (the reference's bisect skips zero-length requests at a
-// chunk's start). Appends to `plans` and `pieces`; returns the words of
-// prefill_query_start_loc the chunks use.
+namespace detail {
+
+// The request in [lo, hi) that owns step token t, for qsl[lo] <= t <
+// qsl[hi]: the last r with qsl[r] <= t, so requests with no rows before it
+// are skipped (the reference's bisect_right). A binary search, so a chunk
+// costs log(requests), never the group's whole request range.
+template <class Qsl>
+int64_t owning_request(const Qsl& query_start_loc, int64_t lo, int64_t hi, int64_t t) {
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (at(query_start_loc, static_cast<std::size_t>(mid)) <= t) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+}  // namespace detail
+
+// Turns the split into the chunks the dense layers launch and plans each
+// (DESIGN.md 5.6 and 5.7): a split's query slice is the chunk's rows, and
+// its requests run from the owner of its first row to the owner of its last,
+// so requests with no rows at either end of the split's range are not part
+// of it (those between two requests with rows stay). A chunk whose requests'
+// host compressed contexts sum to 0 is dropped. Then the requests with rows
+// in the chunk, the logits width and the gather gate. Appends to `plans` and
+// `pieces`; returns the words of prefill_query_start_loc the chunks use,
+// which the trim keeps within 2 * prefill tokens + requests.
 template <class Splits, class Qsl, class SeqLens, class Plans, class Pieces>
 int32_t plan_prefill_chunks(const Splits& splits, const Qsl& query_start_loc,
                             const SeqLens& seq_lens_upper_bound, const Geometry& geometry,
@@ -47,32 +65,33 @@ int32_t plan_prefill_chunks(const Splits& splits, const Qsl& query_start_loc,
   int32_t qsl_words = 0;
   for (std::size_t s = 0; s < splits.size(); ++s) {
     const ChunkSplit& split = splits[s];
-    const std::size_t first = static_cast<std::size_t>(split.request_begin);
-    const std::size_t last = static_cast<std::size_t>(split.request_end);
+    const int64_t base = detail::at(query_start_loc, static_cast<std::size_t>(split.request_begin));
+    const int64_t t0 = base + split.query_begin;
+    const int64_t t1 = base + split.query_end;
+    const int64_t first =
+        detail::owning_request(query_start_loc, split.request_begin, split.request_end, t0);
+    const int64_t last = detail::owning_request(query_start_loc, first, split.request_end, t1 - 1);
     int64_t total_context = 0;
     int64_t widest = 0;
-    for (std::size_t r = first; r < last; ++r) {
-      const int64_t context = detail::at(seq_lens_upper_bound, r) / ratio;
+    for (int64_t r = first; r <= last; ++r) {
+      const int64_t context = detail::at(seq_lens_upper_bound, static_cast<std::size_t>(r)) / ratio;
       total_context += context;
       widest = std::max(widest, context);
     }
     if (total_context == 0) continue;
 
-    const int64_t base = detail::at(query_start_loc, first);
-    const int64_t t0 = base + split.query_begin;
-    const int64_t t1 = base + split.query_end;
     PrefillPlan plan;
     plan.token_start = static_cast<int32_t>(t0);
     plan.token_end = static_cast<int32_t>(t1);
-    plan.first_request = split.request_begin;
-    plan.num_reqs = split.request_end - split.request_begin;
+    plan.first_request = static_cast<int32_t>(first);
+    plan.num_reqs = static_cast<int32_t>(last - first + 1);
     plan.width = static_cast<int32_t>(widest);
     plan.use_gather = geometry.prefill_gathers(widest);
     plan.first_piece = static_cast<int32_t>(pieces.size());
     plan.query_start_loc_offset = qsl_words;
-    for (std::size_t r = first; r < last; ++r) {
-      const int64_t lo = std::max(detail::at(query_start_loc, r), t0) - t0;
-      const int64_t hi = std::min(detail::at(query_start_loc, r + 1), t1) - t0;
+    for (int64_t r = first; r <= last; ++r) {
+      const int64_t lo = std::max(detail::at(query_start_loc, static_cast<std::size_t>(r)), t0) - t0;
+      const int64_t hi = std::min(detail::at(query_start_loc, static_cast<std::size_t>(r) + 1), t1) - t0;
       if (hi > lo) {
         pieces.push_back(RequestRows{static_cast<int32_t>(lo), static_cast<int32_t>(hi),
                                      static_cast<int32_t>(r - first)});

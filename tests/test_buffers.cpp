@@ -191,6 +191,15 @@ TEST(FillStepBuffers, AnAllZeroStepHasOnlyEmptyDescriptors) {
   EXPECT_EQ(slice(out.decode_row_lens, 10), Words(10, 0));
 }
 
+TEST(FillStepBuffers, AStepWithNoRequestsWritesNothing) {
+  const Geometry g = make_geometry(small_config());
+  const StepPlan plan = plan_step(g, Words{0}, Words{}, 5);
+  HostBuffers out(g);
+  test::fill_reference(g, plan, Words{0}, Words{}, Words{}, 1, out);
+  EXPECT_EQ(slice(out.prefill_row_ends, 6), Words(6, -7));
+  EXPECT_EQ(slice(out.decode_row_lens, 6), Words(6, -7));
+}
+
 TEST(FillStepBuffers, PacksMoreChunkGroupsThanOneLaunchCarries) {
   IndexerConfig c = small_config();
   c.max_model_len = 65536;

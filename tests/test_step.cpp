@@ -66,6 +66,20 @@ TEST(PlanStep, NoTokensIsAnEmptyPlan) {
   EXPECT_EQ(none.num_reqs, 0);
 }
 
+TEST(PlanStep, AStepWithNoRequestsIsEmptyWhateverItsPadding) {
+  // Padding tokens past the last request belong to a request's rows; with no
+  // request they belong to none, and nothing launches.
+  const Geometry g = make_geometry(deepseek_config());
+  const StepPlan p = plan_step(g, Words{0}, Words{}, 5);
+  EXPECT_EQ(p.num_tokens, 5);
+  EXPECT_EQ(p.num_decodes, 0);
+  EXPECT_EQ(p.num_decode_tokens, 0);
+  EXPECT_EQ(p.num_prefills, 0);
+  EXPECT_EQ(p.num_prefill_tokens, 0);
+  EXPECT_EQ(p.decode, DecodePlan{});
+  EXPECT_TRUE(p.prefill.empty());
+}
+
 TEST(PlanStep, AFullGraphStepOfPaddedDecodesRunsNative) {
   const Geometry g = make_geometry(deepseek_config());
   // 6 real MTP decodes padded to 8 requests and 16 tokens.

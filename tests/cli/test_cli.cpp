@@ -142,6 +142,18 @@ TEST(IdxplanPlan, PlansTheBuiltInStepWithNoInput) {
   EXPECT_FALSE(j["decode"]["schedule"].is_null());
 }
 
+TEST(IdxplanPlan, AStepWithNoRequestsAndPaddedTokensIsAnEmptyPlan) {
+  const Result r = run("plan - --json", R"({"config": {"num_compute_units": 4},
+      "step": {"query_start_loc": [0], "seq_lens": [], "num_tokens": 5}})");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["num_decode_tokens"], 0);
+  EXPECT_EQ(j["num_prefill_tokens"], 0);
+  EXPECT_TRUE(j["decode"].is_null());
+  EXPECT_TRUE(j["prefill"].empty());
+  EXPECT_EQ(j["context_lens"], json::array());
+}
+
 TEST(IdxplanPlan, BadJsonExitsTwo) {
   const Result r = run("plan -", "{\"config\": ");
   EXPECT_EQ(r.exit_code, 2);

@@ -93,7 +93,7 @@ struct StepArgs {
   int32_t native_next_n = 0;    // rows per decode request when native, else 0
   int32_t num_block_cols = 0;
   int32_t num_decode_tokens = 0;
-  int32_t num_tokens = 0;
+  int32_t num_tokens = 0;       // decode + prefill tokens: the step's rows
   bool packing_only = false;    // a further launch: only this launch's packed words
   ScheduleShape schedule{};
   int32_t num_groups = 0;       // groups[0, num_groups) this launch packs ...
@@ -128,7 +128,9 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   a.native_next_n = plan.decode.native.next_n;
   a.num_block_cols = plan.decode.num_block_cols;
   a.num_decode_tokens = plan.num_decode_tokens;
-  a.num_tokens = plan.num_tokens;
+  // The rows the step's requests own; a step with no request owns none of
+  // its padding tokens.
+  a.num_tokens = plan.num_decode_tokens + plan.num_prefill_tokens;
   a.packing_only = launch > 0;
   a.schedule = plan.decode.schedule;
   const std::size_t first = static_cast<std::size_t>(launch) * kMaxLaunchGroups;

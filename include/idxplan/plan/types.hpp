@@ -171,7 +171,9 @@ IDXPLAN_CHECK_POD(DecodePlan);
 // arrays have grown to the step's size (reserve() grows them to the maxima).
 struct StepPlan {
   int32_t num_reqs = 0;
-  int32_t num_tokens = 0;  // step tokens, graph padding included
+  int32_t num_tokens = 0;  // step tokens, graph padding included; padding belongs to the
+                           // decodes when every request decodes, else to the prefills,
+                           // and to nothing in a step with no requests
   int32_t num_decodes = 0;
   int32_t num_decode_tokens = 0;
   int32_t num_prefills = 0;

@@ -2,6 +2,8 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #include "idxplan/config.hpp"
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -167,6 +169,46 @@ TEST(MakeGeometry, RejectsMoreWorkgroupsThanTheScheduleHolds) {
   IndexerConfig c = deepseek_config();
   c.num_compute_units = 1000;  // 12000 workgroups for one-row sequences
   EXPECT_NE(config_error(c).find("num_compute_units=1000"), std::string::npos);
+}
+
+TEST(MakeGeometry, RejectsComputeUnitsWhoseWorkgroupsOverflowInt32) {
+  IndexerConfig c = deepseek_config();
+  c.num_compute_units = 536870913;  // 4 x CUs x 2 waves passes 2^31
+  const std::string e = config_error(c);
+  EXPECT_NE(e.find("num_compute_units=536870913"), std::string::npos) << e;
+  EXPECT_NE(e.find("6442450956 decode workgroups"), std::string::npos) << e;
+}
+
+TEST(MakeGeometry, RejectsADecodeThresholdPastTheStepsTokens) {
+  IndexerConfig c = deepseek_config();
+  c.num_speculative_tokens = std::numeric_limits<int32_t>::max();
+  c.max_num_batched_tokens = std::numeric_limits<int32_t>::max();
+  const std::string e = config_error(c);
+  EXPECT_NE(e.find("num_speculative_tokens=2147483647"), std::string::npos) << e;
+  // A decode of num_speculative_tokens + 1 tokens must fit a step.
+  c.num_speculative_tokens = 7;
+  c.max_num_batched_tokens = 7;
+  EXPECT_NE(config_error(c).find("num_speculative_tokens=7"), std::string::npos);
+  c.max_num_batched_tokens = 8;
+  EXPECT_NO_THROW(make_geometry(c));
+}
+
+TEST(MakeGeometry, RejectsStepBuffersPastTheirBound) {
+  IndexerConfig c = deepseek_config();
+  c.max_num_batched_tokens = std::numeric_limits<int32_t>::max();
+  const std::string e = config_error(c);
+  EXPECT_NE(e.find("prefill_query_start_loc"), std::string::npos) << e;
+  EXPECT_NE(e.find("max_num_batched_tokens=2147483647"), std::string::npos) << e;
+}
+
+TEST(MakeGeometry, RejectsAReservedPlanPastItsBound) {
+  // 2^28 tokens: every buffer fits int32 words, but a plan reserved for
+  // 2^28 one-row chunks is tens of GiB.
+  IndexerConfig c = deepseek_config();
+  c.max_num_batched_tokens = 1 << 28;
+  const std::string e = config_error(c);
+  EXPECT_NE(e.find("reserved plan"), std::string::npos) << e;
+  EXPECT_NE(e.find("max_num_batched_tokens=268435456"), std::string::npos) << e;
 }
 
 TEST(MakeGeometry, ScheduleWordsCoverTheWidestTarget) {

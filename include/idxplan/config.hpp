@@ -13,6 +13,7 @@
 
 #include "idxplan/error.hpp"
 #include "idxplan/kernel_geometry.hpp"
+#include "idxplan/plan/types.hpp"
 
 namespace idxplan {
 
@@ -46,6 +47,12 @@ inline constexpr int32_t kMaxScheduleUnits = 8192;
 inline constexpr int32_t kMaxScheduleSlots = 65536;
 // Words of one decode schedule descriptor: (seq, row block, slice, slices).
 inline constexpr int32_t kDescriptorWords = 4;
+// The most int32 words one step buffer may hold: the device indexes them
+// with int32. make_geometry refuses a config whose buffers pass it.
+inline constexpr int64_t kMaxBufferWords = (int64_t{1} << 31) - 1;
+// The most bytes reserve() may give a StepPlan's arrays (2 GiB), so that an
+// accepted config never asks the allocator for an absurd plan.
+inline constexpr int64_t kMaxReservedPlanBytes = int64_t{1} << 31;
 
 // The validated config and everything derived from it once.
 struct Geometry {
@@ -131,9 +138,28 @@ inline Geometry make_geometry(const IndexerConfig& c) {
         fmt::format("max_logits_mb={} is past the {} MiB idxplan plans for", c.max_logits_mb,
                     kMaxLogitsMb));
   }
-  if (c.num_speculative_tokens > c.max_num_batched_tokens) {
-    throw ConfigError(fmt::format("num_speculative_tokens={} is past max_num_batched_tokens={}",
-                                  c.num_speculative_tokens, c.max_num_batched_tokens));
+  // A decode has up to num_speculative_tokens + 1 tokens, and must fit a step.
+  if (int64_t{c.num_speculative_tokens} + 1 > c.max_num_batched_tokens) {
+    throw ConfigError(fmt::format(
+        "num_speculative_tokens={} makes decodes of {} tokens, past max_num_batched_tokens={}",
+        c.num_speculative_tokens, int64_t{c.num_speculative_tokens} + 1,
+        c.max_num_batched_tokens));
+  }
+  // The packed query_start_loc words are the widest step buffer but the
+  // decode block table (checked below): at most requests + 2 * tokens.
+  const int64_t packed_words = int64_t{c.max_num_seqs} + 2 * int64_t{c.max_num_batched_tokens};
+  if (packed_words > kMaxBufferWords) {
+    throw ConfigError(fmt::format(
+        "prefill_query_start_loc would need max_num_seqs={} + 2 x max_num_batched_tokens={} = {} "
+        "words, past the {} a step buffer may hold",
+        c.max_num_seqs, c.max_num_batched_tokens, packed_words, kMaxBufferWords));
+  }
+  const PlanCapacity plan = PlanCapacity::of(c.max_num_batched_tokens, c.max_num_seqs);
+  if (plan.bytes() > kMaxReservedPlanBytes) {
+    throw ConfigError(fmt::format(
+        "reserve() would give a plan for max_num_batched_tokens={} one-row chunks and "
+        "max_num_seqs={} requests {} bytes, past the {} bytes a reserved plan may take",
+        c.max_num_batched_tokens, c.max_num_seqs, plan.bytes(), kMaxReservedPlanBytes));
   }
 
   Geometry g;
@@ -160,7 +186,7 @@ inline Geometry make_geometry(const IndexerConfig& c) {
   // Every decode has at most decode_threshold rows, padding requests included.
   g.max_decode_rows = static_cast<int32_t>(std::min<int64_t>(
       c.max_num_batched_tokens, int64_t{c.max_num_seqs} * g.decode_threshold));
-  if (int64_t{g.max_blocks_per_seq} * g.max_decode_rows > std::numeric_limits<int32_t>::max()) {
+  if (int64_t{g.max_blocks_per_seq} * g.max_decode_rows > kMaxBufferWords) {
     throw ConfigError(fmt::format(
         "the decode block table of {} rows (max_num_seqs={} x {} rows) x max_blocks_per_seq={} "
         "is past 2^31 words",
@@ -200,14 +226,16 @@ inline Geometry make_geometry(const IndexerConfig& c) {
     g.gather_rows = static_cast<int32_t>(std::max<int64_t>(1, budget / (4 * cols)));
   }
 
-  const int32_t wgs = std::max(g.launch(1).target_wgs, g.launch(g.native_next_n).target_wgs);
+  // In 64 bits: a huge CU count must be refused, not overflowed.
+  const int64_t waves = std::max(g.launch(1).waves_per_eu, g.launch(g.native_next_n).waves_per_eu);
+  const int64_t wgs = 4 * int64_t{c.num_compute_units} * waves;
   if (wgs > kMaxScheduleUnits) {
     throw ConfigError(fmt::format(
         "num_compute_units={} asks for {} decode workgroups, past the {} units the device "
         "schedule holds",
         c.num_compute_units, wgs, kMaxScheduleUnits));
   }
-  g.schedule_words = kDescriptorWords * std::max(kMaxScheduleSlots, wgs);
+  g.schedule_words = kDescriptorWords * std::max(kMaxScheduleSlots, static_cast<int32_t>(wgs));
   return g;
 }
 

@@ -106,7 +106,10 @@ constexpr LaunchConfig launch_config(int32_t num_heads, int32_t rows, int32_t nu
   if (config.block_m < 1) config.block_m = 1;
   config.row_blocks = (rows + config.block_m - 1) / config.block_m;
   config.waves_per_eu = (rows >= 512 || (num_heads > 32 && rows == 1)) ? 3 : 2;
-  config.target_wgs = 4 * num_compute_units * config.waves_per_eu;
+  // Saturated rather than overflowed: make_geometry refuses a GPU whose
+  // workgroups pass what the schedule holds, long before int32.
+  const int64_t wgs = int64_t{4} * num_compute_units * config.waves_per_eu;
+  config.target_wgs = wgs < 0x7FFFFFFF ? static_cast<int32_t>(wgs) : 0x7FFFFFFF;
   config.max_tiles_per_split = rows == 1 ? 128 : 64;
   return config;
 }

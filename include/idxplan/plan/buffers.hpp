@@ -53,7 +53,6 @@ struct StepBufferSizes {
   int64_t prefill_rows = 0;         // prefill_row_ends and prefill_block_ends
   int64_t prefill_query_start_loc = 0;
   int64_t decode_schedule = 0;
-  int64_t chunks = 0;               // PrefillPlans a step can launch
 };
 
 inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
@@ -68,7 +67,6 @@ inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
   // requests + 2 * prefill tokens.
   s.prefill_query_start_loc = int64_t{g.config.max_num_seqs} + 2 * int64_t{s.prefill_rows};
   s.decode_schedule = g.schedule_words;
-  s.chunks = g.config.max_num_batched_tokens;
   return s;
 }
 

@@ -32,12 +32,15 @@ inline constexpr int64_t kUnpaddedTokens = -1;
 // Grows a plan's arrays to the most any step of this geometry needs, so that
 // planning into it never allocates.
 inline void reserve(StepPlan& plan, const Geometry& g) {
-  const auto sizes = step_buffer_sizes(g);
-  plan.splits.reserve(static_cast<std::size_t>(sizes.chunks));
-  plan.prefill.reserve(static_cast<std::size_t>(sizes.chunks));
-  plan.pieces.reserve(static_cast<std::size_t>(sizes.chunks + g.config.max_num_seqs));
-  plan.chunk_groups.reserve(static_cast<std::size_t>(sizes.chunks));
-  plan.gather_launches.reserve(static_cast<std::size_t>(sizes.chunks));
+  // make_geometry bounds these bytes by kMaxReservedPlanBytes.
+  const PlanCapacity capacity =
+      PlanCapacity::of(g.config.max_num_batched_tokens, g.config.max_num_seqs);
+  const auto chunks = static_cast<std::size_t>(capacity.chunks);
+  plan.splits.reserve(chunks);
+  plan.prefill.reserve(chunks);
+  plan.pieces.reserve(static_cast<std::size_t>(capacity.pieces));
+  plan.chunk_groups.reserve(chunks);
+  plan.gather_launches.reserve(chunks);
 }
 
 // What check_step learns of a valid step on its way.

@@ -165,6 +165,24 @@ IDXPLAN_CHECK_POD(ScheduleShape);
 IDXPLAN_CHECK_POD(DecodePlan);
 #undef IDXPLAN_CHECK_POD
 
+// Entries of StepPlan's arrays that a step of at most `tokens` prefill
+// tokens and `reqs` requests can need: a chunk (and its split, its group and
+// a gather launch) has at least one row, and a chunk's pieces are its
+// requests with rows, so pieces are at most chunks + requests.
+struct PlanCapacity {
+  int64_t chunks = 0;  // splits, prefill, chunk_groups, gather_launches
+  int64_t pieces = 0;
+
+  static constexpr PlanCapacity of(int64_t tokens, int64_t reqs) {
+    return PlanCapacity{tokens, tokens + reqs};
+  }
+  constexpr int64_t bytes() const {
+    return chunks * int64_t{sizeof(ChunkSplit) + sizeof(PrefillPlan) + sizeof(ChunkGroup) +
+                            sizeof(GatherLaunch)} +
+           pieces * int64_t{sizeof(RequestRows)};
+  }
+};
+
 // A whole step's plan. The scalars say what the step is; the arrays are of
 // plain structs whose offsets point into each other and into the step
 // buffers. Planning into a StepPlan that is reused does not allocate once its

@@ -3,12 +3,15 @@
 #include "idxplan/plan/buffers.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "idxplan/plan/step.hpp"
+#include "random_step.hpp"
 #include "test_support.hpp"
 
 namespace idxplan {
@@ -68,6 +71,7 @@ TEST(NativeUnitTiles, IsTheMaxOverTheUnitsRealRows) {
       a.schedule.block_m = block_m;
       a.schedule.row_blocks = (n + block_m - 1) / block_m;
       a.schedule.block_kv = 16;
+      a.max_decode_seq_len = 1 << 20;  // no length below is clamped
       const int32_t seqs = 3;
       for (int32_t real = 0; real <= seqs * n; real += 1 + n / 3) {  // padding rows from `real` on
         a.num_real_decode_rows = real;
@@ -223,6 +227,57 @@ TEST(FillStepBuffers, PacksMoreChunkGroupsThanOneLaunchCarries) {
     EXPECT_EQ(out.prefill_query_start_loc[2 * i + 1], 10);
   }
   EXPECT_EQ(out.prefill_query_start_loc[600], -7);
+}
+
+TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
+  // The host cannot check the device's exact lengths. A broken engine's
+  // (negative, past the upper bound, INT32_MIN or INT32_MAX) read as 0 or
+  // as the step's longest bound: every value stays defined (the sanitizer
+  // build checks) and within what the plan's widths and columns cover.
+  const std::vector<Geometry> geometries = test::random_geometries();
+  std::vector<HostBuffers> buffers;
+  for (const Geometry& g : geometries) buffers.emplace_back(g);
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  std::mt19937_64 rng(99);
+  int broken = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::size_t gi = static_cast<std::size_t>(i) % geometries.size();
+    const Geometry& g = geometries[gi];
+    test::RandomStep s = test::random_step(g, rng);
+    for (std::size_t r = 0; r < s.seq_lens.size(); ++r) {
+      const int32_t ub = s.seq_lens_upper_bound[r];
+      const int32_t wild[] = {kMin, -1, 0, ub + 1, 2 * ub + 7, kMax, s.seq_lens[r]};
+      s.seq_lens[r] = wild[std::uniform_int_distribution<std::size_t>(0, 6)(rng)];
+      broken += s.seq_lens[r] != ub;
+    }
+    const StepPlan plan = plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens);
+    HostBuffers& out = buffers[gi];
+    test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, out);
+    const int32_t c = g.config.compress_ratio;
+    const int32_t longest = plan.max_seq_len / c;
+    for (int32_t r = 0; r < plan.num_reqs; ++r) {
+      ASSERT_GE(out.context_lens[static_cast<std::size_t>(r)], 0) << "step " << i;
+      ASSERT_LE(out.context_lens[static_cast<std::size_t>(r)], longest) << "step " << i;
+    }
+    for (int32_t row = 0; row < plan.decode.num_rows; ++row) {
+      const int32_t len = out.decode_row_lens[static_cast<std::size_t>(row)];
+      ASSERT_GE(len, 0) << "step " << i;
+      // Within the columns the decode block table holds.
+      ASSERT_LE(len, plan.decode.num_block_cols * g.page_entries) << "step " << i;
+    }
+    for (int32_t t = 0; t < plan.num_prefill_tokens; ++t) {
+      ASSERT_GE(out.prefill_row_ends[static_cast<std::size_t>(t)], 0) << "step " << i;
+      ASSERT_LE(out.prefill_row_ends[static_cast<std::size_t>(t)], longest) << "step " << i;
+    }
+    const ScheduleShape& sh = plan.decode.schedule;
+    for (int32_t slot = 0; slot < sh.num_ctas; ++slot) {
+      const int32_t* d = out.decode_schedule.data() + 4 * slot;
+      ASSERT_TRUE(d[3] == 0 || (d[2] >= 0 && d[2] < d[3] && d[0] < sh.num_seqs && d[1] < sh.row_blocks))
+          << "step " << i << " slot " << slot;
+    }
+  }
+  EXPECT_GT(broken, 10000);
 }
 
 TEST(PackChunkGroups, FoldsTheSlicesOfOneRequest) {

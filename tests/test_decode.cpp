@@ -9,17 +9,6 @@
 namespace idxplan {
 namespace {
 
-TEST(DecodeRowLen, SeesTheTokensUpToItsOwn) {
-  // L = 400, q = 2, C = 4: row 0 sees 399 tokens (99 keys), row 1 all 400.
-  EXPECT_EQ(decode_row_len(400, 2, 0, Divisor(4)), 99);
-  EXPECT_EQ(decode_row_len(400, 2, 1, Divisor(4)), 100);
-}
-
-TEST(DecodeRowLen, IsZeroWhenTheLengthIsBelowTheRows) {
-  EXPECT_EQ(decode_row_len(0, 2, 0, Divisor(4)), 0);
-  EXPECT_EQ(decode_row_len(1, 2, 0, Divisor(4)), 0);
-}
-
 TEST(NativeDecode, AUniformStepRunsAsSequences) {
   const std::vector<int32_t> qsl{0, 2, 4, 6};
   EXPECT_EQ(native_decode(qsl, 3, 6, 2), (NativeDecode{2, 3}));

@@ -26,26 +26,6 @@ Planned plan(const Geometry& g, const std::vector<ChunkSplit>& splits,
   return p;
 }
 
-TEST(PrefillRowEnd, CountsTheKeysUpToTheRow) {
-  // L = 100, q = 8, C = 4: row 0 sees (100 - 8 + 1) / 4 = 23 keys, row 7 25.
-  EXPECT_EQ(prefill_row_end(100, 8, 0, 4), 23);
-  EXPECT_EQ(prefill_row_end(100, 8, 7, 4), 25);
-  // A first prompt: row j sees (j + 1) / C.
-  EXPECT_EQ(prefill_row_end(8, 8, 2, 4), 0);
-  EXPECT_EQ(prefill_row_end(8, 8, 3, 4), 1);
-}
-
-TEST(PrefillRowEnd, ClampsADeviceLengthBelowItsRows) {
-  EXPECT_EQ(prefill_row_end(2, 8, 0, 4), 0);
-}
-
-TEST(BlockEnd, RoundsUp) {
-  EXPECT_EQ(block_end(0, 8), 0);
-  EXPECT_EQ(block_end(1, 8), 1);
-  EXPECT_EQ(block_end(16, 8), 2);
-  EXPECT_EQ(block_end(17, 8), 3);
-}
-
 TEST(PlanPrefillChunks, PlansAGroupOfWholeRequests) {
   const Geometry g = make_geometry(test::deepseek_config());
   // Two decodes of 2 rows, then prefills of 5 and 3 rows.

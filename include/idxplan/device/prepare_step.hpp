@@ -113,7 +113,7 @@ __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
       const bool real = r < a.num_decodes;
       start[k] = real ? a.in.query_start_loc[r] : 0;
       stop[k] = real ? a.in.query_start_loc[r + 1] : 0;
-      len[k] = real ? a.in.seq_lens[r] : 0;
+      len[k] = real ? decode_seq_len_at(a, r) : 0;
     }
   };
   load(0);

@@ -17,6 +17,7 @@
 #include "idxplan/host_device.hpp"
 #include "idxplan/plan/decode.hpp"
 #include "idxplan/plan/prefill.hpp"
+#include "idxplan/plan/rows.hpp"
 #include "idxplan/plan/schedule.hpp"
 #include "idxplan/plan/types.hpp"
 
@@ -92,6 +93,8 @@ struct StepArgs {
   int32_t num_block_cols = 0;
   int32_t num_decode_tokens = 0;
   int32_t num_tokens = 0;       // decode + prefill tokens: the step's rows
+  int32_t max_seq_len = 0;      // the plan's longest host upper bounds, of the step and
+  int32_t max_decode_seq_len = 0;  // of its decodes: device lengths are read within them
   bool packing_only = false;    // a further launch: only this launch's packed words
   ScheduleShape schedule{};
   int32_t num_groups = 0;       // groups[0, num_groups) this launch packs ...
@@ -129,6 +132,8 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   // The rows the step's requests own; a step with no request owns none of
   // its padding tokens.
   a.num_tokens = plan.num_decode_tokens + plan.num_prefill_tokens;
+  a.max_seq_len = plan.max_seq_len;
+  a.max_decode_seq_len = plan.decode.max_seq_len;
   a.packing_only = launch > 0;
   a.schedule = plan.decode.schedule;
   const std::size_t first = static_cast<std::size_t>(launch) * kMaxLaunchGroups;
@@ -169,8 +174,18 @@ IDXPLAN_HD int32_t find_request(const int32_t* qsl, int32_t lo, int32_t hi, int3
   return lo;
 }
 
+// The exact lengths the device reads, within the host's bounds (rows.hpp):
+// a broken engine's lengths cannot make a row reach past the plan's widths
+// and block-table columns.
+IDXPLAN_HD int32_t seq_len_at(const StepArgs& a, int32_t r) {
+  return clamp_seq_len(a.in.seq_lens[r], a.max_seq_len);
+}
+IDXPLAN_HD int32_t decode_seq_len_at(const StepArgs& a, int32_t r) {
+  return clamp_seq_len(a.in.seq_lens[r], a.max_decode_seq_len);
+}
+
 IDXPLAN_HD int32_t context_len_at(const StepArgs& a, int32_t r) {
-  return a.in.seq_lens[r] / a.compress_ratio;
+  return a.by_compress_ratio.divide(seq_len_at(a, r));
 }
 
 // The request decode row i belongs to, or -1 for a graph padding row.
@@ -192,11 +207,11 @@ IDXPLAN_HD int32_t decode_row_len_at(const StepArgs& a, const int32_t* qsl, int3
   const int32_t r = decode_row_request(a, qsl, i);
   if (r < 0) return 0;
   if (a.native_next_n > 0) {
-    return decode_row_len(a.in.seq_lens[r], a.native_next_n, i - r * a.native_next_n,
+    return decode_row_len(decode_seq_len_at(a, r), a.native_next_n, i - r * a.native_next_n,
                           a.by_compress_ratio);
   }
   const int32_t start = qsl[r];
-  return decode_row_len(a.in.seq_lens[r], qsl[r + 1] - start, i - start, a.by_compress_ratio);
+  return decode_row_len(decode_seq_len_at(a, r), qsl[r + 1] - start, i - start, a.by_compress_ratio);
 }
 IDXPLAN_HD int32_t decode_row_len_at(const StepArgs& a, int32_t i) {
   return decode_row_len_at(a, a.in.query_start_loc, i);
@@ -207,7 +222,7 @@ IDXPLAN_HD int32_t prefill_row_end_at(const StepArgs& a, int32_t t) {
   if (t >= a.in.query_start_loc[a.num_reqs]) return 0;
   const int32_t r = find_request(a.in.query_start_loc, a.num_decodes, a.num_reqs, t);
   const int32_t start = a.in.query_start_loc[r];
-  return prefill_row_end(a.in.seq_lens[r], a.in.query_start_loc[r + 1] - start, t - start,
+  return prefill_row_end(seq_len_at(a, r), a.in.query_start_loc[r + 1] - start, t - start,
                          a.compress_ratio);
 }
 
@@ -233,11 +248,12 @@ IDXPLAN_HD int32_t prefill_query_start_loc_at(const StepArgs& a, const ChunkGrou
 }
 
 // KV tiles of native schedule unit (seq, blk), the sequence's exact length
-// being seq_len; the kernel loads every unit's length before it computes any.
-// A row's length grows with the row, so the largest row end of the unit's
-// real rows is its last real row's.
-IDXPLAN_HD int32_t native_unit_tiles(const StepArgs& a, int32_t seq, int32_t blk, int32_t seq_len) {
+// being `device_len` (as loaded); the kernel loads every unit's length before
+// it computes any. A row's length grows with the row, so the largest row end
+// of the unit's real rows is its last real row's.
+IDXPLAN_HD int32_t native_unit_tiles(const StepArgs& a, int32_t seq, int32_t blk, int32_t device_len) {
   const ScheduleShape& s = a.schedule;
+  const int32_t seq_len = clamp_seq_len(device_len, a.max_decode_seq_len);
   const int32_t first_row = unit_first_row(s, blk);
   // Rows of the unit: up to block_m, within the sequence and within the
   // step's real rows (those past them are graph padding, with no context).
@@ -248,8 +264,7 @@ IDXPLAN_HD int32_t native_unit_tiles(const StepArgs& a, int32_t seq, int32_t blk
   // branch.
   const int32_t last = decode_row_len(seq_len, s.rows_per_seq, first_row + rows - 1, a.by_compress_ratio);
   const int32_t end = rows > 0 ? last : 0;
-  // A context of no keys has no tiles, whatever its sign.
-  return unit_tiles(a.by_block_kv, a.by_compress_ratio.divide(seq_len > 0 ? seq_len : 0), end);
+  return unit_tiles(a.by_block_kv, a.by_compress_ratio.divide(seq_len), end);
 }
 
 // KV tiles of flattened schedule unit (row, blk) whose row's compressed

@@ -2,27 +2,16 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// Decode rows (DESIGN.md 5.2) and whether they run as next_n-row sequences
-// (5.3).
+// Whether the decode rows run as next_n-row sequences (DESIGN.md 5.3). A
+// decode row's length is in rows.hpp.
 
 #include <cstddef>
 #include <cstdint>
 
-#include "idxplan/host_device.hpp"
-#include "idxplan/plan/divide.hpp"
 #include "idxplan/plan/span.hpp"
 #include "idxplan/plan/types.hpp"
 
 namespace idxplan {
-
-// Compressed context of decode row j of a request with (exact) seq length L
-// and query length q: the row sees the tokens up to and including its own.
-// `compress_ratio` divides by C.
-IDXPLAN_HD int32_t decode_row_len(int32_t seq_len, int32_t query_len, int32_t row,
-                                  const Divisor& compress_ratio) {
-  const int32_t tokens = seq_len - query_len + row + 1;
-  return compress_ratio.divide(tokens > 0 ? tokens : 0);
-}
 
 // The decode rows as next_n-row sequences, or flattened (next_n == 0) when a
 // request has other than next_n rows. `query_start_loc` covers at least the

@@ -2,34 +2,17 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// Prefill chunks and their plans (DESIGN.md 5.6 and 5.7), and the row end of
-// a prefill row, which the device fills for every prefill token.
+// Prefill chunks and their plans (DESIGN.md 5.6 and 5.7).
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "idxplan/config.hpp"
-#include "idxplan/host_device.hpp"
 #include "idxplan/plan/span.hpp"
 #include "idxplan/plan/types.hpp"
 
 namespace idxplan {
-
-// Exclusive compressed key bound of row j of a request with (exact) seq
-// length L and query length q: keys [0, (L - q + 1 + j) / C). Clamped at 0 so
-// a device length below its query length reads nothing rather than going
-// negative (valid steps never reach the clamp).
-IDXPLAN_HD int32_t prefill_row_end(int32_t seq_len, int32_t query_len, int32_t row,
-                                   int32_t compress_ratio) {
-  const int32_t end = seq_len - query_len + 1 + row;
-  return end > 0 ? end / compress_ratio : 0;
-}
-
-// ceil(row_end / candidate_block_size): the candidate blocks a row sees.
-IDXPLAN_HD int32_t block_end(int32_t row_end, int32_t candidate_block_size) {
-  return (row_end + candidate_block_size - 1) / candidate_block_size;
-}
 
 namespace detail {
 

@@ -146,6 +146,7 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
         longest = std::max(longest, detail::at(seq_lens_upper_bound, static_cast<std::size_t>(r)));
       }
     }
+    d.max_seq_len = static_cast<int32_t>(longest);
     d.num_block_cols = static_cast<int32_t>(
         std::min<int64_t>(g.max_blocks_per_seq, detail::ceil_div(longest, g.config.block_size)));
     d.use_gather = g.decode_gathers(plan.max_seq_len / ratio);

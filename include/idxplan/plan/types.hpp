@@ -120,14 +120,16 @@ struct ScheduleShape {
 struct DecodePlan {
   int32_t num_rows = 0;        // flattened rows: decode tokens, graph padding included
   int32_t num_real_rows = 0;   // rows of real tokens: qsl[num_decodes]; the rest are 0
-  int32_t num_block_cols = 0;  // block-table columns copied per row: the pages of the
-                               // longest decode upper bound (no row reads past them)
+  int32_t max_seq_len = 0;     // longest host upper bound over the decode requests
+  int32_t num_block_cols = 0;  // block-table columns copied per row: the pages of
+                               // max_seq_len (no row reads past them)
   bool use_gather = false;     // the candidate consumers gather for the decode rows
   NativeDecode native{};
   ScheduleShape schedule{};
 
   constexpr auto tie() const {
-    return std::tie(num_rows, num_real_rows, num_block_cols, use_gather, native, schedule);
+    return std::tie(num_rows, num_real_rows, max_seq_len, num_block_cols, use_gather, native,
+                    schedule);
   }
 };
 
@@ -304,10 +306,10 @@ struct fmt::formatter<idxplan::DecodePlan> : idxplan::detail::PlanFormatterBase 
   template <class Ctx>
   auto format(const idxplan::DecodePlan& d, Ctx& ctx) const {
     return fmt::format_to(ctx.out(),
-                          "DecodePlan{{num_rows={}, num_real_rows={}, num_block_cols={}, "
-                          "use_gather={}, native={}, schedule={}}}",
-                          d.num_rows, d.num_real_rows, d.num_block_cols, d.use_gather, d.native,
-                          d.schedule);
+                          "DecodePlan{{num_rows={}, num_real_rows={}, max_seq_len={}, "
+                          "num_block_cols={}, use_gather={}, native={}, schedule={}}}",
+                          d.num_rows, d.num_real_rows, d.max_seq_len, d.num_block_cols,
+                          d.use_gather, d.native, d.schedule);
   }
 };
 

@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: Copyright idxplan contributors
-# cmake -DHOW=find_package|add_subdirectory -DSOURCE=<idxplan> -DWORK=<dir> -P check_consumer.cmake
+# cmake -DHOW=find_package|add_subdirectory -DSOURCE=<idxplan> -DWORK=<dir>
+#       -DGENERATOR=<g> -DMAKE_PROGRAM=<p> -DCXX_COMPILER=<c> -P check_consumer.cmake
 # Builds the consumer project against idxplan the way HOW says, then runs it.
 file(REMOVE_RECURSE ${WORK})
-set(consumer_args -DIDXPLAN_HOW=${HOW})
+set(common_args -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}
+                -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+set(consumer_args ${common_args} -DIDXPLAN_HOW=${HOW})
 if(HOW STREQUAL "find_package")
-  execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/idxplan
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/idxplan ${common_args}
                     -DIDXPLAN_BUILD_TESTS=OFF -DIDXPLAN_BUILD_TOOLS=OFF
                     -DIDXPLAN_BUILD_BENCHMARKS=OFF -DIDXPLAN_INSTALL=ON
                     -DCMAKE_INSTALL_PREFIX=${WORK}/prefix

@@ -43,11 +43,13 @@ int32_t to_int32(const json& value, const std::string& where) {
   if (!value.is_number_integer()) {
     throw E(fmt::format("{} must be an integer, got {}", where, value.dump()));
   }
-  const auto v = value.get<int64_t>();
-  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-    throw E(fmt::format("{}={} does not fit int32", where, v));
-  }
-  return static_cast<int32_t>(v);
+  // A number past int64 is unsigned in nlohmann-json; say it as given.
+  const bool fits = value.is_number_unsigned()
+                        ? value.get<uint64_t>() <= uint64_t{std::numeric_limits<int32_t>::max()}
+                        : value.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+                              value.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+  if (!fits) throw E(fmt::format("{}={} does not fit int32", where, value.dump()));
+  return static_cast<int32_t>(value.get<int64_t>());
 }
 
 inline std::vector<int32_t> to_list(const json& step, const char* key) {
@@ -65,7 +67,10 @@ inline std::vector<int32_t> to_list(const json& step, const char* key) {
 inline IndexerConfig to_config(const json& j) {
   if (!j.is_object()) throw ConfigError("config must be an object");
   IndexerConfig c;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Not a structured binding: C++17 lambdas cannot capture one.
+    const std::string& key = item.key();
+    const json& value = item.value();
     const std::string where = "config." + key;
     auto integer = [&](auto& field) {
       field = to_int32<ConfigError>(value, where);
@@ -106,6 +111,8 @@ inline StepRequest parse_step_request(const json& j) {
   }
   StepRequest r;
   r.config = detail::to_config(j.at("config"));
+  // The config first: a step is judged against it.
+  (void)make_geometry(r.config);
   const json& step = j.at("step");
   if (!step.is_object()) throw StepError("step must be an object");
   for (const auto& item : step.items()) {
@@ -130,6 +137,9 @@ inline StepRequest parse_step_request(const json& j) {
                                 r.seq_lens_upper_bound.size(), num_reqs));
   }
   for (std::size_t i = 0; i < num_reqs; ++i) {
+    if (r.seq_lens[i] < 0) {
+      throw StepError(fmt::format("step.seq_lens[{}]={} is negative", i, r.seq_lens[i]));
+    }
     if (r.seq_lens_upper_bound[i] < r.seq_lens[i]) {
       throw StepError(fmt::format("step.seq_lens_upper_bound[{}]={} is below step.seq_lens[{}]={}",
                                   i, r.seq_lens_upper_bound[i], i, r.seq_lens[i]));

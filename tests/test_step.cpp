@@ -204,10 +204,13 @@ TEST(PlanStep, RejectsMalformedSteps) {
   EXPECT_NE(step_error(g, Words{1, 2}, Words{5}).find("query_start_loc[0] is 1"), std::string::npos);
   EXPECT_NE(step_error(g, Words{0, 4, 3}, Words{5, 5}).find("decreases at request 1"),
             std::string::npos);
-  EXPECT_NE(step_error(g, Words{0, 4, 8}, Words{5, 3}).find("request 1 has seq length 3 below"),
+  EXPECT_NE(step_error(g, Words{0, 4, 8}, Words{5, 3})
+                .find("seq_lens_upper_bound[1]=3 is below request 1's query length 4"),
             std::string::npos);
-  EXPECT_NE(step_error(g, Words{0, 1}, Words{-1}).find("seq length -1"), std::string::npos);
-  EXPECT_NE(step_error(g, Words{0, 1}, Words{1048577}).find("past max_model_len=1048576"),
+  EXPECT_NE(step_error(g, Words{0, 1, 2}, Words{5, -5}).find("seq_lens_upper_bound[1]=-5 is negative"),
+            std::string::npos);
+  EXPECT_NE(step_error(g, Words{0, 1}, Words{1048577})
+                .find("seq_lens_upper_bound[0]=1048577 is past max_model_len=1048576"),
             std::string::npos);
   EXPECT_NE(step_error(g, Words{0, 4}, Words{5}, 3).find("num_tokens=3 is below"),
             std::string::npos);

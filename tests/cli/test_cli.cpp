@@ -4,6 +4,7 @@
 // on a small step worked by hand, and the exit code of every error path.
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -25,9 +26,10 @@ struct Result {
 
 // Runs `idxplan <args>` with `input` on stdin.
 Result run(const std::string& args, const std::string& input = "") {
-  const std::string dir = ::testing::TempDir();
-  const std::string in = dir + "idxplan_in.json", out = dir + "idxplan_out.txt",
-                    err = dir + "idxplan_err.txt";
+  // Named by the process: CTest runs each test as its own process, several
+  // at a time, in the same TempDir.
+  const std::string dir = ::testing::TempDir() + "idxplan_" + std::to_string(getpid());
+  const std::string in = dir + "_in.json", out = dir + "_out.txt", err = dir + "_err.txt";
   std::ofstream(in) << input;
   const std::string cmd =
       std::string(IDXPLAN_BINARY) + " " + args + " < " + in + " > " + out + " 2> " + err;
@@ -40,6 +42,7 @@ Result run(const std::string& args, const std::string& input = "") {
   };
   r.out = slurp(out);
   r.err = slurp(err);
+  for (const std::string& path : {in, out, err}) std::remove(path.c_str());
   return r;
 }
 
@@ -176,6 +179,13 @@ TEST(IdxplanPlan, BadConfigsExitTwo) {
   step = small_step();
   step.erase("config");
   expect_bad_input(step, "\"config\" and \"step\"");
+  // The config is checked before the step it would judge.
+  step = small_step();
+  step["config"]["max_model_len"] = -1;
+  expect_bad_input(step, "bad config: max_model_len must be positive, got -1");
+  step = small_step();
+  step["config"]["max_num_seqs"] = 18446744073709551615ULL;
+  expect_bad_input(step, "config.max_num_seqs=18446744073709551615 does not fit int32");
 }
 
 TEST(IdxplanPlan, BadStepsExitTwo) {
@@ -202,10 +212,17 @@ TEST(IdxplanPlan, BadStepsExitTwo) {
   step["step"]["query_start_loc"][5] = 1LL << 40;
   expect_bad_input(step, "does not fit int32");
   step = small_step();
+  step["step"]["num_tokens"] = 18446744073709551615ULL;
+  expect_bad_input(step, "step.num_tokens=18446744073709551615 does not fit int32");
+  step = small_step();
+  step["step"]["seq_lens"][1] = -5;
+  step["step"].erase("seq_lens_upper_bound");
+  expect_bad_input(step, "bad step: step.seq_lens[1]=-5 is negative");
+  step = small_step();
   step["step"]["seq_lens"][2] = 1;  // its bound, 4, is fine
   expect_bad_input(step, "step.seq_lens[2]=1 is below its query length 2");
   step["step"]["seq_lens_upper_bound"][2] = 1;
-  expect_bad_input(step, "request 2 has seq length 1 below its query length 2");
+  expect_bad_input(step, "seq_lens_upper_bound[2]=1 is below request 2's query length 2");
 }
 
 TEST(IdxplanPlan, UsageErrorsExitTwo) {

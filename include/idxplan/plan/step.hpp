@@ -75,12 +75,17 @@ StepCheck check_step(const Geometry& g, const Qsl& query_start_loc,
           "query_start_loc decreases at request {}: query_start_loc[{}]={} > query_start_loc[{}]={}",
           r, r, lo, r + 1, hi));
     }
+    if (len < 0) {
+      throw StepError(fmt::format("seq_lens_upper_bound[{}]={} is negative", r, len));
+    }
     if (len < hi - lo) {
-      throw StepError(fmt::format("request {} has seq length {} below its query length {}", r,
-                                  len, hi - lo));
+      throw StepError(fmt::format(
+          "seq_lens_upper_bound[{}]={} is below request {}'s query length {} "
+          "(query_start_loc[{}] - query_start_loc[{}])",
+          r, len, r, hi - lo, r + 1, r));
     }
     if (len > g.config.max_model_len) {
-      throw StepError(fmt::format("request {} has seq length {}, past max_model_len={}", r, len,
+      throw StepError(fmt::format("seq_lens_upper_bound[{}]={} is past max_model_len={}", r, len,
                                   g.config.max_model_len));
     }
     max_seq_len = std::max(max_seq_len, len);

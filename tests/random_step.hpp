@@ -60,8 +60,8 @@ inline RandomStep random_step(const Geometry& g, std::mt19937_64& rng) {
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
-  const IndexerConfig& c = g.config;
-  const int32_t t = g.decode_threshold;
+  const IndexerConfig& c = g.config();
+  const int32_t t = g.decode_threshold();
   const int64_t max_len = c.max_model_len;
   RandomStep s;
   const int kind = static_cast<int>(uniform(0, 5));  // 0-1 decode only, 2-4 mixed, 5 prefill only
@@ -76,7 +76,7 @@ inline RandomStep random_step(const Geometry& g, std::mt19937_64& rng) {
   for (int64_t r = 0; r < num_reqs; ++r) {
     int64_t q;
     if (r < num_decodes - padding_reqs) {
-      q = uniform_decode ? g.native_next_n : uniform(0, t);
+      q = uniform_decode ? g.native_next_n() : uniform(0, t);
       q = std::min<int64_t>(q, t);
     } else if (r < num_decodes) {
       q = 0;  // cudagraph padding requests
@@ -110,12 +110,12 @@ inline RandomStep random_step(const Geometry& g, std::mt19937_64& rng) {
   if (uniform(0, 3) == 0) {
     // Graph padding, bounded by what the buffers hold.
     const bool all_decode = reqs == 0 || reqs <= num_decodes;
-    const int64_t room = all_decode ? g.max_decode_rows : c.max_num_batched_tokens;
+    const int64_t room = all_decode ? g.max_decode_rows() : c.max_num_batched_tokens;
     s.num_tokens = std::min<int64_t>(room, last + uniform(0, 16));
     s.num_tokens = std::max(s.num_tokens, last);
   }
   // An engine's table may be wider than the geometry's, and unaligned.
-  s.table_stride = g.max_blocks_per_seq + static_cast<int32_t>(uniform(0, 1) * uniform(1, 5));
+  s.table_stride = g.max_blocks_per_seq() + static_cast<int32_t>(uniform(0, 1) * uniform(1, 5));
   s.block_table.resize(static_cast<std::size_t>(reqs * s.table_stride));
   // Distinct page ids, cheaply: a scrambled index, so a wrong row or column shows.
   const auto salt = static_cast<uint32_t>(rng());
@@ -132,7 +132,7 @@ inline RandomStep zero_row_step(const Geometry& g, std::mt19937_64& rng) {
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
   };
-  const IndexerConfig& c = g.config;
+  const IndexerConfig& c = g.config();
   const int64_t max_len = c.max_model_len;
   RandomStep s;
   s.query_start_loc.push_back(0);
@@ -141,7 +141,7 @@ inline RandomStep zero_row_step(const Geometry& g, std::mt19937_64& rng) {
   for (int64_t r = 0; r < num_reqs; ++r) {
     const int64_t budget = c.max_num_batched_tokens - tokens;
     // The first request must be a prefill, so the whole step is one.
-    int64_t q = r == 0 ? g.decode_threshold + 1 : (uniform(0, 2) == 0 ? uniform(1, 40) : 0);
+    int64_t q = r == 0 ? g.decode_threshold() + 1 : (uniform(0, 2) == 0 ? uniform(1, 40) : 0);
     if (r == 0 && q > budget) break;
     q = std::min(q, budget);
     tokens += q;
@@ -151,7 +151,7 @@ inline RandomStep zero_row_step(const Geometry& g, std::mt19937_64& rng) {
   }
   s.seq_lens = s.seq_lens_upper_bound;
   s.num_tokens = s.query_start_loc.back();
-  s.table_stride = g.max_blocks_per_seq;
+  s.table_stride = g.max_blocks_per_seq();
   s.block_table.assign(s.seq_lens.size() * static_cast<std::size_t>(s.table_stride), 1);
   return s;
 }

@@ -131,10 +131,15 @@ TEST(FillStepBuffers, WritesANativeStepAndItsSchedule) {
   EXPECT_EQ(slice(out.context_lens, 4), (Words{100, 32, 1, 0}));
   // Row j of request r sees (L - 2 + j + 1) / 4 keys.
   EXPECT_EQ(slice(out.decode_row_lens, 8), (Words{99, 100, 32, 32, 0, 1, 0, 0}));
-  // The rows read up to 4 pages of 32 entries (400 tokens / 128).
+  // A native step's launches read the engine's table in place: no copy.
+  EXPECT_FALSE(plan.decode.ragged());
+  EXPECT_EQ(out.decode_block_table, Words(out.decode_block_table.size(), -7));
+  // The engine asks for the flattened table anyway: the rows read up to 4
+  // pages of 32 entries (400 tokens / 128), row i its request i / 2's.
+  test::fill_reference(g, plan, qsl, lens, table, stride, out, true);
   EXPECT_EQ(plan.decode.num_block_cols, 4);
-  EXPECT_EQ(slice(out.decode_block_table, 4), (Words{1000, 1001, 1002, 1003}));
-  EXPECT_EQ(out.decode_block_table[static_cast<std::size_t>(g.max_blocks_per_seq) * 3 + 1], 1009);
+  EXPECT_EQ(slice(out.decode_block_table, 5), (Words{1000, 1001, 1002, 1003, -7}));
+  EXPECT_EQ(out.decode_block_table[static_cast<std::size_t>(g.max_blocks_per_seq()) * 3 + 1], 1009);
   // Tiles per unit: 4, 1, 1, 0 -> 6 over 5 spare slots: 2 a slice.
   EXPECT_EQ(slice(out.decode_schedule, 32), (Words{0, 0, 0, 2, 0, 0, 1, 2, 1, 0, 0, 1, 2, 0, 0, 1,
                                                    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
@@ -154,8 +159,8 @@ TEST(FillStepBuffers, ZerosThePaddingRows) {
   test::fill_reference(g, plan, qsl, lens, table, 1, out);
   EXPECT_EQ(slice(out.decode_row_lens, 7), (Words{9, 10, 10, 0, 0, 0, -7}));
   EXPECT_EQ(out.decode_block_table[0], 7);
-  EXPECT_EQ(out.decode_block_table[static_cast<std::size_t>(g.max_blocks_per_seq) * 2], 8);
-  EXPECT_EQ(out.decode_block_table[static_cast<std::size_t>(g.max_blocks_per_seq) * 5], 0);
+  EXPECT_EQ(out.decode_block_table[static_cast<std::size_t>(g.max_blocks_per_seq()) * 2], 8);
+  EXPECT_EQ(out.decode_block_table[static_cast<std::size_t>(g.max_blocks_per_seq()) * 5], 0);
 }
 
 TEST(FillStepBuffers, WritesPrefillRowEndsAndPackedOffsets) {
@@ -221,7 +226,7 @@ TEST(FillStepBuffers, PacksMoreChunkGroupsThanOneLaunchCarries) {
   ASSERT_EQ(plan.chunk_groups.size(), 300u);
   EXPECT_EQ(num_step_launches(plan), 3);
   HostBuffers out(g);
-  test::fill_reference(g, plan, qsl, lens, Words(300, 1), 1, out);
+  test::fill_reference(g, plan, qsl, lens, Words(300 * 512, 1), 512, out);
   for (std::size_t i = 0; i < 300; ++i) {
     EXPECT_EQ(out.prefill_query_start_loc[2 * i], 0);
     EXPECT_EQ(out.prefill_query_start_loc[2 * i + 1], 10);
@@ -254,7 +259,7 @@ TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
     const StepPlan plan = plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens);
     HostBuffers& out = buffers[gi];
     test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, out);
-    const int32_t c = g.config.compress_ratio;
+    const int32_t c = g.config().compress_ratio;
     const int32_t longest = plan.max_seq_len / c;
     for (int32_t r = 0; r < plan.num_reqs; ++r) {
       ASSERT_GE(out.context_lens[static_cast<std::size_t>(r)], 0) << "step " << i;
@@ -264,7 +269,7 @@ TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
       const int32_t len = out.decode_row_lens[static_cast<std::size_t>(row)];
       ASSERT_GE(len, 0) << "step " << i;
       // Within the columns the decode block table holds.
-      ASSERT_LE(len, plan.decode.num_block_cols * g.page_entries) << "step " << i;
+      ASSERT_LE(len, plan.decode.num_block_cols * g.page_entries()) << "step " << i;
     }
     for (int32_t t = 0; t < plan.num_prefill_tokens; ++t) {
       ASSERT_GE(out.prefill_row_ends[static_cast<std::size_t>(t)], 0) << "step " << i;
@@ -278,6 +283,156 @@ TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
     }
   }
   EXPECT_GT(broken, 10000);
+}
+
+// The message check_step_buffers gives, or "no error".
+std::string buffers_error(const Geometry& g, const StepPlan& plan, const StepInputs& in,
+                          const StepOutputs& out) {
+  try {
+    check_step_buffers(g, plan, in, out);
+  } catch (const StepError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(CheckStepBuffers, NamesEachBufferTooSmallOrMissing) {
+  IndexerConfig c = small_config();
+  c.sparse_logits = true;
+  c.candidate_topk_blocks = 4;
+  c.max_logits_mb = 1;
+  const Geometry g = make_geometry(c);
+  // Three one-row decodes and a 2-row one (ragged), then a 5-row prefill.
+  const Words qsl{0, 1, 2, 3, 5, 10};
+  const Words lens{300, 40, 41, 900, 4000};
+  const StepPlan plan = plan_step(g, qsl, lens);
+  ASSERT_TRUE(plan.decode.ragged());
+  ASSERT_TRUE(plan.decode.schedule.present());
+  const Words table(5 * 32, 1);
+  const StepInputs in{lens.data(), qsl.data(), table.data(), 32};
+  HostBuffers host(g);
+  const StepOutputs ok = host.outputs();
+  EXPECT_EQ(buffers_error(g, plan, in, ok), "no error");
+
+  const auto shrunk = [&](OutputBuffer StepOutputs::*field, int64_t capacity) {
+    StepOutputs out = ok;
+    (out.*field).capacity = capacity;
+    return buffers_error(g, plan, in, out);
+  };
+  EXPECT_EQ(shrunk(&StepOutputs::context_lens, 4),
+            "StepOutputs.context_lens holds 4 words, and the step writes 5 (a context a request)");
+  EXPECT_EQ(shrunk(&StepOutputs::decode_row_lens, 4),
+            "StepOutputs.decode_row_lens holds 4 words, and the step writes 5 (a length a decode row)");
+  EXPECT_NE(shrunk(&StepOutputs::decode_block_ends, 0).find("decode_block_ends holds 0 words"),
+            std::string::npos);
+  // Four rows of the table's stride and the fifth's 8 copied columns (the
+  // longest decode, 900 tokens, is 8 pages).
+  ASSERT_EQ(plan.decode.num_block_cols, 8);
+  const int64_t table_words = 4 * int64_t{g.max_blocks_per_seq()} + 8;
+  EXPECT_EQ(shrunk(&StepOutputs::decode_block_table, table_words), "no error");
+  EXPECT_NE(shrunk(&StepOutputs::decode_block_table, table_words - 1)
+                .find(fmt::format("holds {} words, and the step writes {}", table_words - 1, table_words)),
+            std::string::npos);
+  EXPECT_NE(shrunk(&StepOutputs::prefill_row_ends, 4).find("prefill_row_ends holds 4 words, and the step writes 5"),
+            std::string::npos);
+  EXPECT_NE(shrunk(&StepOutputs::prefill_block_ends, 4).find("prefill_block_ends"), std::string::npos);
+  EXPECT_NE(shrunk(&StepOutputs::prefill_query_start_loc, 1).find("prefill_query_start_loc holds 1 words, and the step writes 2"),
+            std::string::npos);
+  EXPECT_NE(shrunk(&StepOutputs::decode_schedule, 31)
+                .find(fmt::format("decode_schedule holds 31 words, and the step writes {}",
+                                  4 * plan.decode.schedule.num_ctas)),
+            std::string::npos);
+
+  StepOutputs out = ok;
+  out.prefill_row_ends.data = nullptr;
+  EXPECT_EQ(buffers_error(g, plan, in, out),
+            "StepOutputs.prefill_row_ends is null, and the step writes 5 words of it (a row end a prefill row)");
+  out = ok;
+  out.decode_block_table_stride = 7;
+  EXPECT_EQ(buffers_error(g, plan, in, out),
+            "StepOutputs.decode_block_table_stride=7 is below the 8 columns a decode row copies");
+
+  StepInputs narrow = in;
+  narrow.block_table_stride = 16;
+  EXPECT_EQ(buffers_error(g, plan, narrow, ok),
+            "StepInputs.block_table_stride=16 is below the 32 columns the step's launches read (the "
+            "pages of its longest upper bound, 4000 tokens)");
+  StepInputs missing = in;
+  missing.seq_lens = nullptr;
+  EXPECT_NE(buffers_error(g, plan, missing, ok).find("StepInputs.seq_lens is null"), std::string::npos);
+  missing = in;
+  missing.block_table = nullptr;
+  EXPECT_NE(buffers_error(g, plan, missing, ok).find("StepInputs.block_table is null"), std::string::npos);
+  // fill_step_buffers checks first and writes nothing.
+  EXPECT_THROW(fill_step_buffers(g, plan, narrow, ok), StepError);
+  EXPECT_EQ(slice(host.context_lens, 5), Words(5, -7));
+}
+
+TEST(CheckStepBuffers, RefusesAPlanOfAnotherGeometry) {
+  const Geometry g = make_geometry(small_config());
+  IndexerConfig wider = small_config();
+  wider.max_num_batched_tokens = 4096;
+  const Geometry other = make_geometry(wider);
+  const Words qsl{0, 2000};
+  const Words lens{4000};
+  const StepPlan plan = plan_step(other, qsl, lens);
+  HostBuffers host(g);  // 64 prefill rows, for a plan of 2000
+  const Words table(32, 1);
+  const StepInputs in{lens.data(), qsl.data(), table.data(), 32};
+  const std::string e = buffers_error(g, plan, in, host.outputs());
+  EXPECT_NE(e.find("the plan was made with another Geometry"), std::string::npos) << e;
+  EXPECT_THROW(fill_step_buffers(g, plan, in, host.outputs()), StepError);
+}
+
+TEST(CheckStepBuffers, AStepThatReadsNothingNeedsNoPointers) {
+  const Geometry g = make_geometry(small_config());
+  const StepPlan plan = plan_step(g, Words{0}, Words{});
+  EXPECT_EQ(buffers_error(g, plan, StepInputs{}, StepOutputs{}), "no error");
+}
+
+TEST(FillStepBuffers, WritesTheDecodeTableOnlyWhereALaunchReadsIt) {
+  // Random steps: the table's rows stay poison unless the step is ragged or
+  // the engine asks for the table, and then hold their requests' rows.
+  const std::vector<Geometry> geometries = test::random_geometries();
+  std::vector<HostBuffers> buffers;
+  for (const Geometry& g : geometries) buffers.emplace_back(g);
+  std::mt19937_64 rng(31);
+  int written = 0, untouched = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const std::size_t gi = static_cast<std::size_t>(i) % geometries.size();
+    const Geometry& g = geometries[gi];
+    const test::RandomStep s = test::random_step(g, rng);
+    const StepPlan plan = plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens);
+    HostBuffers& out = buffers[gi];
+    const auto rows_words = static_cast<std::size_t>(plan.decode.num_rows) * static_cast<std::size_t>(out.stride);
+    std::fill(out.decode_block_table.begin(), out.decode_block_table.begin() + static_cast<std::ptrdiff_t>(rows_words), -7);
+    const bool always = rng() % 2 == 0;
+    test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, out, always);
+    const bool writes = plan.decode.ragged() || (always && plan.decode.num_rows > 0);
+    ASSERT_EQ(writes_decode_block_table(plan, out.outputs(always)), writes);
+    for (int32_t row = 0; row < plan.decode.num_rows; ++row) {
+      const int32_t* got = out.decode_block_table.data() + static_cast<std::ptrdiff_t>(row) * out.stride;
+      // The request whose row this is, or -1 for a padding row.
+      int32_t request = -1;
+      if (row < plan.decode.num_real_rows) {
+        request = 0;
+        while (s.query_start_loc[static_cast<std::size_t>(request) + 1] <= row) ++request;
+      }
+      for (int32_t col = 0; col < out.stride; ++col) {
+        const bool copied = writes && col < plan.decode.num_block_cols;
+        const int32_t want = !copied ? -7
+                             : request < 0
+                                 ? 0
+                                 : s.block_table[static_cast<std::size_t>(request) * static_cast<std::size_t>(s.table_stride) +
+                                                 static_cast<std::size_t>(col)];
+        ASSERT_EQ(got[col], want) << "step " << i << " row " << row << " column " << col;
+      }
+    }
+    written += writes;
+    untouched += !writes && plan.decode.num_rows > 0;
+  }
+  EXPECT_GT(written, 500);
+  EXPECT_GT(untouched, 500);
 }
 
 TEST(PackChunkGroups, FoldsTheSlicesOfOneRequest) {

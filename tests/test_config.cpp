@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include <gtest/gtest.h>
 
@@ -27,27 +28,41 @@ std::string config_error(const IndexerConfig& c) {
 
 TEST(MakeGeometry, DerivesTheDeepSeekGeometry) {
   const Geometry g = make_geometry(deepseek_config());
-  EXPECT_EQ(g.page_entries, 32);
-  EXPECT_EQ(g.cache.n_per_tile, 32);
-  EXPECT_EQ(g.cache.block_kv, 32);
-  EXPECT_EQ(g.native_next_n, 2);
-  EXPECT_EQ(g.decode_threshold, 2);
-  EXPECT_EQ(g.logits_width, 262144);
-  EXPECT_EQ(g.max_logits_bytes, int64_t{512} << 20);
-  EXPECT_EQ(g.max_blocks_per_seq, 8192);
-  EXPECT_EQ(g.max_decode_rows, 2048);
-  EXPECT_EQ(g.num_candidate_cols, 16384);
+  EXPECT_EQ(g.page_entries(), 32);
+  EXPECT_EQ(g.cache().n_per_tile, 32);
+  EXPECT_EQ(g.cache().block_kv, 32);
+  EXPECT_EQ(g.native_next_n(), 2);
+  EXPECT_EQ(g.decode_threshold(), 2);
+  EXPECT_EQ(g.logits_width(), 262144);
+  EXPECT_EQ(g.max_logits_bytes(), int64_t{512} << 20);
+  EXPECT_EQ(g.max_blocks_per_seq(), 8192);
+  EXPECT_EQ(g.max_decode_rows(), 2048);
+  EXPECT_EQ(g.num_candidate_cols(), 16384);
   // 512 MiB / (4 * 16384) rows of pool logits.
-  EXPECT_EQ(g.gather_rows, 8192);
-  EXPECT_EQ(g.schedule_words, 4 * 65536);
+  EXPECT_EQ(g.gather_rows(), 8192);
+  EXPECT_EQ(g.schedule_words(), 4 * 65536);
+}
+
+TEST(MakeGeometry, IsTheOnlyWayToAGeometry) {
+  static_assert(!std::is_default_constructible_v<Geometry>, "no unchecked Geometry");
+  const Geometry g = make_geometry(deepseek_config());
+  // Each field of the config tells geometries apart; an equal config does not.
+  EXPECT_EQ(make_geometry(deepseek_config()).fingerprint(), g.fingerprint());
+  IndexerConfig c = deepseek_config();
+  c.max_num_batched_tokens += 1;
+  EXPECT_NE(make_geometry(c).fingerprint(), g.fingerprint());
+  c = deepseek_config();
+  c.adaptive_verification = true;
+  EXPECT_NE(make_geometry(c).fingerprint(), g.fingerprint());
+  EXPECT_NE(g.fingerprint(), 0u);
 }
 
 TEST(MakeGeometry, AdaptiveVerificationRunsFlattened) {
   IndexerConfig c = deepseek_config();
   c.adaptive_verification = true;
   const Geometry g = make_geometry(c);
-  EXPECT_EQ(g.native_next_n, 1);
-  EXPECT_EQ(g.decode_threshold, 2);
+  EXPECT_EQ(g.native_next_n(), 1);
+  EXPECT_EQ(g.decode_threshold(), 2);
 }
 
 TEST(MakeGeometry, GatherGatesCompareWithoutRounding) {
@@ -64,7 +79,7 @@ TEST(MakeGeometry, WithoutSparseLogitsNothingGathers) {
   IndexerConfig c = deepseek_config();
   c.sparse_logits = false;
   const Geometry g = make_geometry(c);
-  EXPECT_EQ(g.num_candidate_cols, 0);
+  EXPECT_EQ(g.num_candidate_cols(), 0);
   EXPECT_FALSE(g.prefill_gathers(1 << 28));
   EXPECT_FALSE(g.decode_gathers(1 << 28));
 }
@@ -73,8 +88,8 @@ TEST(MakeGeometry, GatherRowsCapTheBudgetAtInt32) {
   IndexerConfig c = deepseek_config();
   c.max_logits_mb = 4096;  // 4 GiB: past what one launch may index
   const Geometry g = make_geometry(c);
-  EXPECT_EQ(g.max_logits_bytes, int64_t{4096} << 20);
-  EXPECT_EQ(g.gather_rows, ((int64_t{1} << 31) - 1) / (4 * 16384));
+  EXPECT_EQ(g.max_logits_bytes(), int64_t{4096} << 20);
+  EXPECT_EQ(g.gather_rows(), ((int64_t{1} << 31) - 1) / (4 * 16384));
 }
 
 TEST(MakeGeometry, RejectsContextParallel) {
@@ -214,7 +229,7 @@ TEST(MakeGeometry, RejectsAReservedPlanPastItsBound) {
 TEST(MakeGeometry, ScheduleWordsCoverTheWidestTarget) {
   IndexerConfig c = deepseek_config();
   c.num_compute_units = 600;  // 7200 workgroups: still under 65536 slots
-  EXPECT_EQ(make_geometry(c).schedule_words, 4 * 65536);
+  EXPECT_EQ(make_geometry(c).schedule_words(), 4 * 65536);
 }
 
 }  // namespace

@@ -41,5 +41,21 @@ TEST(NativeDecode, OneRowSequencesAreFlattened) {
   EXPECT_FALSE(native_decode(qsl, 2, 2, 1).present());
 }
 
+TEST(RowsAreRequests, OneRowARequestThenEmptyOnes) {
+  EXPECT_TRUE(rows_are_requests(std::vector<int32_t>{0, 1, 2, 3}, 3, 3));
+  // Two padding requests after two real ones; padded rows up to the requests.
+  EXPECT_TRUE(rows_are_requests(std::vector<int32_t>{0, 1, 2, 2, 2}, 4, 4));
+  EXPECT_TRUE(rows_are_requests(std::vector<int32_t>{0, 1, 2, 2, 2}, 4, 2));
+}
+
+TEST(RowsAreRequests, NotWhenARowIsAnotherRequests) {
+  // A two-row request: row 1 is request 0's.
+  EXPECT_FALSE(rows_are_requests(std::vector<int32_t>{0, 2, 3}, 2, 3));
+  // An empty request before a full one: row 1 is request 2's.
+  EXPECT_FALSE(rows_are_requests(std::vector<int32_t>{0, 1, 1, 2}, 3, 2));
+  // Padded rows past the requests: row 3 has no request.
+  EXPECT_FALSE(rows_are_requests(std::vector<int32_t>{0, 1, 2, 3}, 3, 4));
+}
+
 }  // namespace
 }  // namespace idxplan

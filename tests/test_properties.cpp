@@ -95,7 +95,7 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
     int64_t context = 0;
     int32_t widest = 0;
     for (int32_t r = first_request; r <= last_request; ++r) {
-      const int32_t ctx = s.seq_lens_upper_bound[static_cast<std::size_t>(r)] / g.config.compress_ratio;
+      const int32_t ctx = s.seq_lens_upper_bound[static_cast<std::size_t>(r)] / g.config().compress_ratio;
       context += ctx;
       widest = std::max(widest, ctx);
     }
@@ -116,7 +116,7 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
     const int64_t rows = c.token_end - c.token_start;
     // Within budget unless it is one row.
     if (rows > 1) {
-      EXPECT_LE(4 * rows * std::max(c.width, 1), g.max_logits_bytes);
+      EXPECT_LE(4 * rows * std::max(c.width, 1), g.max_logits_bytes());
     }
     EXPECT_EQ(c.query_start_loc_offset, words);
     words += c.num_reqs + 1;
@@ -152,13 +152,13 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
 
   for (const GatherLaunch& l : p.gather_launches) {
     EXPECT_GT(l.token_end, l.token_start);
-    EXPECT_LE(l.token_end - l.token_start, g.gather_rows);
+    EXPECT_LE(l.token_end - l.token_start, g.gather_rows());
     const auto r = static_cast<std::size_t>(l.request);
     EXPECT_LE(qsl[r], l.token_start);
     EXPECT_GE(qsl[r + 1], l.token_end);
   }
-  if (g.num_candidate_cols > 0) {
-    EXPECT_EQ(p.gather_launches, model_gather_launches(p, g.gather_rows));
+  if (g.num_candidate_cols() > 0) {
+    EXPECT_EQ(p.gather_launches, model_gather_launches(p, g.gather_rows()));
   } else {
     EXPECT_TRUE(p.gather_launches.empty());
   }
@@ -167,7 +167,7 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
 void check_decode(const Geometry& g, const test::RandomStep& s, const StepPlan& p,
                   const test::HostBuffers& b) {
   const auto& qsl = s.query_start_loc;
-  const int32_t C = g.config.compress_ratio;
+  const int32_t C = g.config().compress_ratio;
   // Row lengths, request by request, against the formula.
   std::vector<int32_t> rows(static_cast<std::size_t>(p.decode.num_rows), 0);
   for (int32_t r = 0; r < p.num_decodes; ++r) {
@@ -181,7 +181,7 @@ void check_decode(const Geometry& g, const test::RandomStep& s, const StepPlan& 
 
   const ScheduleShape& sh = p.decode.schedule;
   if (!sh.present()) return;
-  EXPECT_LE(int64_t{4} * sh.num_ctas, g.schedule_words);
+  EXPECT_LE(int64_t{4} * sh.num_ctas, g.schedule_words());
   // Each live unit owns slices 0..n-1 in consecutive slots, in unit order;
   // the rest of the num_ctas slots are empty.
   int32_t slot = 0;

@@ -152,7 +152,7 @@ TEST(PlanStep, AMillionTokenContextIsCutAndJoinedAgain) {
     EXPECT_EQ(p.prefill[i].token_start, 512 * static_cast<int32_t>(i));
     EXPECT_EQ(p.prefill[i].token_end - p.prefill[i].token_start, 512);
     EXPECT_EQ(p.prefill[i].width, 262144);
-    EXPECT_LE(int64_t{4} * 512 * p.prefill[i].width, g.max_logits_bytes);
+    EXPECT_LE(int64_t{4} * 512 * p.prefill[i].width, g.max_logits_bytes());
   }
   EXPECT_EQ(p.gather_launches, (std::vector<GatherLaunch>{{0, 8192, 0}}));
 }
@@ -229,6 +229,28 @@ TEST(PlanStep, RejectsMoreDecodeRowsThanTheBuffersHold) {
   const Geometry g = make_geometry(c);
   EXPECT_NE(step_error(g, Words{0, 2, 4}, Words{10, 10}, 9).find("9 rows, past the 8"),
             std::string::npos);
+}
+
+TEST(PlanStep, AThrowingStepLeavesThePlanAsItWas) {
+  IndexerConfig c = deepseek_config();
+  c.max_num_seqs = 4;  // 8 decode rows
+  const Geometry g = make_geometry(c);
+  StepPlan plan;
+  plan_step(g, Words{0, 2, 4, 300}, Words{10, 10, 5000}, kUnpaddedTokens, plan);
+  const StepPlan before = plan;
+  // Refused at each of plan_step's checks: the decode rows, a length, the shape.
+  EXPECT_THROW(plan_step(g, Words{0, 2, 4}, Words{10, 10}, 9, plan), StepError);
+  EXPECT_EQ(plan, before);
+  EXPECT_THROW(plan_step(g, Words{0, 2, 4}, Words{10, -1}, kUnpaddedTokens, plan), StepError);
+  EXPECT_EQ(plan, before);
+  EXPECT_THROW(plan_step(g, Words{0, 2}, Words{10, 10}, kUnpaddedTokens, plan), StepError);
+  EXPECT_EQ(plan, before);
+}
+
+TEST(PlanStep, RecordsTheGeometryItWasMadeWith) {
+  const Geometry g = make_geometry(deepseek_config());
+  EXPECT_EQ(plan_step(g, Words{0, 2}, Words{100}).geometry, g.fingerprint());
+  EXPECT_EQ(StepPlan{}.geometry, 0u);
 }
 
 TEST(PlanStep, RejectsInt64InputsPastInt32) {

@@ -32,14 +32,26 @@ struct HostBuffers {
     prefill_block_ends = make(s.prefill_rows);
     prefill_query_start_loc = make(s.prefill_query_start_loc);
     decode_schedule = make(s.decode_schedule);
-    stride = g.max_blocks_per_seq;
+    stride = g.max_blocks_per_seq();
   }
 
-  StepOutputs outputs() {
-    return StepOutputs{context_lens.data(),       decode_row_lens.data(),
-                       decode_block_ends.data(),  decode_block_table.data(),
-                       prefill_row_ends.data(),   prefill_block_ends.data(),
-                       prefill_query_start_loc.data(), decode_schedule.data(), stride};
+  // The buffers as a step's outputs, each with its size as its capacity.
+  StepOutputs outputs(bool always_write_decode_block_table = false) {
+    auto buffer = [](std::vector<int32_t>& v) {
+      return OutputBuffer{v.data(), static_cast<int64_t>(v.size())};
+    };
+    StepOutputs out;
+    out.context_lens = buffer(context_lens);
+    out.decode_row_lens = buffer(decode_row_lens);
+    out.decode_block_ends = buffer(decode_block_ends);
+    out.decode_block_table = buffer(decode_block_table);
+    out.prefill_row_ends = buffer(prefill_row_ends);
+    out.prefill_block_ends = buffer(prefill_block_ends);
+    out.prefill_query_start_loc = buffer(prefill_query_start_loc);
+    out.decode_schedule = buffer(decode_schedule);
+    out.decode_block_table_stride = stride;
+    out.always_write_decode_block_table = always_write_decode_block_table;
+    return out;
   }
 };
 
@@ -48,9 +60,9 @@ struct HostBuffers {
 inline void fill_reference(const Geometry& g, const StepPlan& plan, const std::vector<int32_t>& qsl,
                            const std::vector<int32_t>& seq_lens,
                            const std::vector<int32_t>& block_table, int32_t table_stride,
-                           HostBuffers& out) {
+                           HostBuffers& out, bool always_write_decode_block_table = false) {
   const StepInputs in{seq_lens.data(), qsl.data(), block_table.data(), table_stride};
-  fill_step_buffers(g, plan, in, out.outputs());
+  fill_step_buffers(g, plan, in, out.outputs(always_write_decode_block_table));
 }
 
 }  // namespace idxplan::test

@@ -28,12 +28,40 @@ struct StepRequest {
   int64_t num_tokens = kUnpaddedTokens;
 };
 
-// A planned step and the buffers the device would hold, sized to the step.
+// A planned step, its inputs and the buffers the device would hold, sized
+// to the step and filled by the CPU reference.
 struct PlannedStep {
   Geometry geometry;
   StepPlan plan;
+  std::vector<int32_t> query_start_loc, seq_lens;
+  // The command takes no block table: page ids are not part of its output,
+  // so the step reads a table of zeros.
+  std::vector<int32_t> block_table;
+  int32_t block_table_stride = 0;
   std::vector<int32_t> context_lens, decode_row_lens, decode_block_ends, decode_block_table,
       prefill_row_ends, prefill_block_ends, prefill_query_start_loc, decode_schedule;
+
+  StepInputs inputs() const {
+    return StepInputs{seq_lens.data(), query_start_loc.data(), block_table.data(), block_table_stride};
+  }
+  StepOutputs outputs() {
+    auto buffer = [](std::vector<int32_t>& v) {
+      return OutputBuffer{v.data(), static_cast<int64_t>(v.size())};
+    };
+    StepOutputs out;
+    out.context_lens = buffer(context_lens);
+    out.decode_row_lens = buffer(decode_row_lens);
+    out.decode_block_ends = buffer(decode_block_ends);
+    out.decode_block_table = buffer(decode_block_table);
+    out.prefill_row_ends = buffer(prefill_row_ends);
+    out.prefill_block_ends = buffer(prefill_block_ends);
+    out.prefill_query_start_loc = buffer(prefill_query_start_loc);
+    out.decode_schedule = buffer(decode_schedule);
+    out.decode_block_table_stride = plan.decode.num_block_cols;
+    return out;
+  }
+  // The views only do address arithmetic: the const buffers as outputs.
+  StepOutputs outputs() const { return const_cast<PlannedStep*>(this)->outputs(); }
 };
 
 namespace detail {
@@ -161,7 +189,8 @@ inline StepRequest parse_step_request(const json& j) {
 
 // Plans the step and runs the CPU reference of every device buffer.
 inline PlannedStep plan_request(const StepRequest& r) {
-  PlannedStep s{make_geometry(r.config), {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  PlannedStep s{make_geometry(r.config), {}, r.query_start_loc, r.seq_lens, {}, 0,
+                {}, {}, {}, {}, {}, {}, {}, {}};
   plan_step(s.geometry, r.query_start_loc, r.seq_lens_upper_bound, r.num_tokens, s.plan);
   // The library checked the bounds against query_start_loc; the exact
   // lengths, which only the device sees in an engine, are checked here.
@@ -174,91 +203,96 @@ inline PlannedStep plan_request(const StepRequest& r) {
   }
   const StepPlan& p = s.plan;
   const auto size = [](int64_t n) { return static_cast<std::size_t>(n); };
-  const int32_t cols = p.decode.num_block_cols;
+  s.block_table_stride = block_table_cols_read(s.geometry, p);
+  s.block_table.assign(size(int64_t{p.num_reqs} * s.block_table_stride), 0);
   s.context_lens.resize(size(p.num_reqs));
   s.decode_row_lens.resize(size(p.decode.num_rows));
   s.decode_block_ends.resize(size(p.decode.num_rows));
-  s.decode_block_table.resize(size(int64_t{p.decode.num_rows} * cols));
+  s.decode_block_table.resize(size(int64_t{p.decode.num_rows} * p.decode.num_block_cols));
   s.prefill_row_ends.resize(size(p.num_prefill_tokens));
   s.prefill_block_ends.resize(size(p.num_prefill_tokens));
   s.prefill_query_start_loc.resize(size(p.num_prefill_query_start_loc_words));
   s.decode_schedule.resize(size(int64_t{kDescriptorWords} * p.decode.schedule.num_ctas));
-  // The command takes no block table: page ids are not part of its output.
-  const std::vector<int32_t> block_table(size(int64_t{p.num_reqs} * cols), 0);
-  const StepInputs in{r.seq_lens.data(), r.query_start_loc.data(), block_table.data(), cols};
-  const StepOutputs out{s.context_lens.data(),       s.decode_row_lens.data(),
-                        s.decode_block_ends.data(),  s.decode_block_table.data(),
-                        s.prefill_row_ends.data(),   s.prefill_block_ends.data(),
-                        s.prefill_query_start_loc.data(), s.decode_schedule.data(), cols};
-  fill_step_buffers(s.geometry, p, in, out);
+  fill_step_buffers(s.geometry, p, s.inputs(), s.outputs());
   return s;
 }
 
-// The plan as DESIGN.md section 7's JSON: every key present, null where the
-// plan has none.
+namespace detail {
+
+// `count` words of a view's array, or null for an absent one.
+inline json words(const int32_t* data, int64_t count) {
+  if (data == nullptr) return nullptr;
+  return json(std::vector<int32_t>(data, data + count));
+}
+
+}  // namespace detail
+
+// The plan as docs/cli.md's JSON: every key present, null where the plan has
+// none. Every per-launch array comes through the launch views of
+// plan/launches.hpp, as an engine reads them.
 inline json to_json(const PlannedStep& s) {
   const StepPlan& p = s.plan;
-  const bool blocks = s.geometry.config.candidate_block_size > 0;
-  auto range = [](const std::vector<int32_t>& v, int64_t lo, int64_t hi) {
-    return json(std::vector<int32_t>(v.begin() + lo, v.begin() + hi));
-  };
-  json out;
-  out["num_decodes"] = p.num_decodes;
-  out["num_decode_tokens"] = p.num_decode_tokens;
-  out["num_prefills"] = p.num_prefills;
-  out["num_prefill_tokens"] = p.num_prefill_tokens;
-  out["max_seq_len"] = p.max_seq_len;
-  out["context_lens"] = s.context_lens;
+  const Geometry& g = s.geometry;
+  const StepInputs in = s.inputs();
+  const StepOutputs out = s.outputs();
+  json j;
+  j["num_decodes"] = p.num_decodes;
+  j["num_decode_tokens"] = p.num_decode_tokens;
+  j["num_prefills"] = p.num_prefills;
+  j["num_prefill_tokens"] = p.num_prefill_tokens;
+  j["max_seq_len"] = p.max_seq_len;
+  j["context_lens"] = s.context_lens;
   json decode = nullptr;
   if (p.has_decode()) {
-    decode["row_lens"] = s.decode_row_lens;
-    decode["block_ends"] = blocks ? json(s.decode_block_ends) : json(nullptr);
+    const DecodeLaunch d = decode_launch(g, p, in, out);
+    const int64_t rows = int64_t{d.num_seqs} * d.next_n;
+    decode["row_lens"] = detail::words(d.row_ends, rows);
+    decode["block_ends"] = detail::words(d.block_ends, rows);
     decode["native"] = p.decode.native.present()
-                           ? json{{"next_n", p.decode.native.next_n},
-                                  {"num_seqs", p.decode.native.num_seqs}}
+                           ? json{{"next_n", d.next_n}, {"num_seqs", d.num_seqs}}
                            : json(nullptr);
-    decode["use_gather"] = p.decode.use_gather;
-    decode["schedule"] = p.decode.schedule.present()
-                             ? json{{"num_ctas", p.decode.schedule.num_ctas},
-                                    {"words", s.decode_schedule}}
+    decode["use_gather"] = d.use_gather;
+    decode["block_table"] = d.in_place ? "engine" : "decode_block_table";
+    decode["schedule"] = d.schedule != nullptr
+                             ? json{{"num_ctas", d.num_ctas},
+                                    {"words", detail::words(d.schedule, int64_t{kDescriptorWords} * d.num_ctas)}}
                              : json(nullptr);
   }
-  out["decode"] = decode;
+  j["decode"] = decode;
   json prefill = json::array();
-  for (const PrefillPlan& c : p.prefill) {
+  for (std::size_t i = 0; i < p.prefill.size(); ++i) {
+    const PrefillPlan& c = p.prefill[i];
+    const PrefillLaunch l = prefill_launch(g, p, i, in, out);
     json requests = json::array();
     for (int32_t k = 0; k < c.num_pieces; ++k) {
       const RequestRows& r = p.pieces_of(c)[k];
       requests.push_back({r.first_row, r.end_row, r.request});
     }
-    const int64_t lo = c.token_start - p.num_decode_tokens;
-    const int64_t hi = c.token_end - p.num_decode_tokens;
-    prefill.push_back({{"token_start", c.token_start},
-                       {"token_end", c.token_end},
-                       {"first_request", c.first_request},
-                       {"num_reqs", c.num_reqs},
+    const int64_t rows = l.token_end - l.token_start;
+    prefill.push_back({{"token_start", l.token_start},
+                       {"token_end", l.token_end},
+                       {"first_request", l.first_request},
+                       {"num_reqs", l.num_reqs},
                        {"requests", requests},
-                       {"width", c.width},
-                       {"use_gather", c.use_gather},
-                       {"query_start_loc", range(s.prefill_query_start_loc, c.query_start_loc_offset,
-                                                 c.query_start_loc_offset + c.num_reqs + 1)},
-                       {"context_lens", range(s.context_lens, c.first_request,
-                                              c.first_request + c.num_reqs)},
-                       {"row_ends", range(s.prefill_row_ends, lo, hi)},
-                       {"block_ends", blocks ? range(s.prefill_block_ends, lo, hi) : json(nullptr)}});
+                       {"width", l.width},
+                       {"use_gather", l.use_gather},
+                       {"query_start_loc", detail::words(l.query_start_loc, l.num_reqs + 1)},
+                       {"context_lens", detail::words(l.context_lens, l.num_reqs)},
+                       {"row_ends", detail::words(l.row_ends, rows)},
+                       {"block_ends", detail::words(l.block_ends, rows)}});
   }
-  out["prefill"] = prefill;
+  j["prefill"] = prefill;
   json launches = json::array();
-  for (const GatherLaunch& l : p.gather_launches) {
+  for (std::size_t i = 0; i < p.gather_launches.size(); ++i) {
+    const CandidateLaunch l = candidate_launch(g, p, i, in, out);
     launches.push_back({{"token_start", l.token_start},
                         {"token_end", l.token_end},
                         {"request", l.request},
-                        {"context_len", s.context_lens[static_cast<std::size_t>(l.request)]},
-                        {"row_ends", range(s.prefill_row_ends, l.token_start - p.num_decode_tokens,
-                                           l.token_end - p.num_decode_tokens)}});
+                        {"context_len", *l.context_len},
+                        {"row_ends", detail::words(l.row_ends, l.token_end - l.token_start)}});
   }
-  out["gather_launches"] = launches;
-  return out;
+  j["gather_launches"] = launches;
+  return j;
 }
 
 }  // namespace idxplan::tool

@@ -54,32 +54,61 @@ inline constexpr int64_t kMaxBufferWords = (int64_t{1} << 31) - 1;
 // accepted config never asks the allocator for an absurd plan.
 inline constexpr int64_t kMaxReservedPlanBytes = int64_t{1} << 31;
 
-// The validated config and everything derived from it once.
-struct Geometry {
-  IndexerConfig config{};
-  int32_t page_entries = 0;            // compressed entries per page: block_size / C
-  CacheLayout cache{};
-  int32_t native_next_n = 1;           // rows per native decode sequence
-  int32_t decode_threshold = 1;        // a request with more query rows is a prefill
-  int32_t logits_width = 0;            // max_model_len / C
-  int64_t max_logits_bytes = 0;        // max_logits_mb * 2^20
-  int32_t max_blocks_per_seq = 0;      // resolved block-table width
-  int32_t max_decode_rows = 0;         // min(max_num_batched_tokens, max_num_seqs * decode_threshold)
-  int32_t num_candidate_cols = 0;      // candidate_topk_blocks * candidate_block_size; 0 without sparse logits
-  int32_t gather_rows = 0;             // rows one candidate-consumer launch takes at most
-  int32_t schedule_words = 0;          // int32 words of the decode schedule buffer
+class Geometry;
+Geometry make_geometry(const IndexerConfig& c);
+
+// The validated config and everything derived from it once. Only
+// make_geometry makes one, and its fields are read-only, so a Geometry that
+// exists is valid.
+class Geometry {
+ public:
+  const IndexerConfig& config() const { return config_; }
+  int32_t page_entries() const { return page_entries_; }    // compressed entries per page: block_size / C
+  const CacheLayout& cache() const { return cache_; }
+  int32_t native_next_n() const { return native_next_n_; }  // rows per native decode sequence
+  int32_t decode_threshold() const { return decode_threshold_; }  // more query rows: a prefill
+  int32_t logits_width() const { return logits_width_; }    // max_model_len / C
+  int64_t max_logits_bytes() const { return max_logits_bytes_; }  // max_logits_mb * 2^20
+  int32_t max_blocks_per_seq() const { return max_blocks_per_seq_; }  // resolved block-table width
+  // min(max_num_batched_tokens, max_num_seqs * decode_threshold)
+  int32_t max_decode_rows() const { return max_decode_rows_; }
+  // candidate_topk_blocks * candidate_block_size; 0 without sparse logits
+  int32_t num_candidate_cols() const { return num_candidate_cols_; }
+  int32_t gather_rows() const { return gather_rows_; }  // rows a candidate launch takes at most
+  int32_t schedule_words() const { return schedule_words_; }  // int32 words of the decode schedule
+  // A digest of the config, never 0: a plan records the geometry it was made
+  // with, and the buffers' checks refuse it with any other.
+  uint64_t fingerprint() const { return fingerprint_; }
 
   // width >= 1.5 * num_candidate_cols, in integers: prefill chunks gather.
   constexpr bool prefill_gathers(int64_t width) const {
-    return num_candidate_cols > 0 && 2 * width >= 3 * int64_t{num_candidate_cols};
+    return num_candidate_cols_ > 0 && 2 * width >= 3 * int64_t{num_candidate_cols_};
   }
   // context >= 3.0 * num_candidate_cols: decode rows gather.
   constexpr bool decode_gathers(int64_t context) const {
-    return num_candidate_cols > 0 && context >= 3 * int64_t{num_candidate_cols};
+    return num_candidate_cols_ > 0 && context >= 3 * int64_t{num_candidate_cols_};
   }
   constexpr LaunchConfig launch(int32_t rows) const {
-    return launch_config(config.num_heads, rows, config.num_compute_units);
+    return launch_config(config_.num_heads, rows, config_.num_compute_units);
   }
+
+ private:
+  Geometry() = default;
+  friend Geometry make_geometry(const IndexerConfig& c);
+
+  IndexerConfig config_{};
+  int32_t page_entries_ = 0;
+  CacheLayout cache_{};
+  int32_t native_next_n_ = 1;
+  int32_t decode_threshold_ = 1;
+  int32_t logits_width_ = 0;
+  int64_t max_logits_bytes_ = 0;
+  int32_t max_blocks_per_seq_ = 0;
+  int32_t max_decode_rows_ = 0;
+  int32_t num_candidate_cols_ = 0;
+  int32_t gather_rows_ = 0;
+  int32_t schedule_words_ = 0;
+  uint64_t fingerprint_ = 0;
 };
 
 namespace detail {
@@ -89,6 +118,27 @@ inline void require_positive(const char* field, int64_t value) {
 }
 
 constexpr bool is_power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// FNV-1a over every field of the config, never 0 (a default StepPlan's).
+inline uint64_t fingerprint(const IndexerConfig& c) {
+  const int64_t fields[] = {c.num_heads,           c.head_dim,
+                            c.block_size,          c.compress_ratio,
+                            c.num_speculative_tokens, c.adaptive_verification,
+                            c.max_model_len,       c.candidate_block_size,
+                            c.candidate_topk_blocks, c.sparse_logits,
+                            c.max_logits_mb,       c.num_compute_units,
+                            c.dcp_world_size,      c.pcp_world_size,
+                            c.max_num_seqs,        c.max_num_batched_tokens,
+                            c.max_blocks_per_seq};
+  uint64_t h = 0xcbf29ce484222325u;
+  for (const int64_t field : fields) {
+    for (int byte = 0; byte < 8; ++byte) {
+      h ^= (static_cast<uint64_t>(field) >> (8 * byte)) & 0xFFu;
+      h *= 0x100000001b3u;
+    }
+  }
+  return h == 0 ? 1 : h;
+}
 
 }  // namespace detail
 
@@ -163,20 +213,20 @@ inline Geometry make_geometry(const IndexerConfig& c) {
   }
 
   Geometry g;
-  g.config = c;
-  g.page_entries = c.block_size / c.compress_ratio;
-  g.cache = cache_layout(c.num_heads, c.head_dim, g.page_entries);
-  g.native_next_n = c.adaptive_verification ? 1 : c.num_speculative_tokens + 1;
-  g.decode_threshold = c.num_speculative_tokens + 1;
-  g.logits_width = c.max_model_len / c.compress_ratio;
-  if (4 * int64_t{g.logits_width} >= (int64_t{1} << 31)) {
+  g.config_ = c;
+  g.page_entries_ = c.block_size / c.compress_ratio;
+  g.cache_ = cache_layout(c.num_heads, c.head_dim, g.page_entries_);
+  g.native_next_n_ = c.adaptive_verification ? 1 : c.num_speculative_tokens + 1;
+  g.decode_threshold_ = c.num_speculative_tokens + 1;
+  g.logits_width_ = c.max_model_len / c.compress_ratio;
+  if (4 * int64_t{g.logits_width_} >= (int64_t{1} << 31)) {
     throw ConfigError(fmt::format(
         "a logits row of max_model_len / compress_ratio = {} fp32 columns is past 2 GiB",
-        g.logits_width));
+        g.logits_width_));
   }
-  g.max_logits_bytes = c.max_logits_mb << 20;
+  g.max_logits_bytes_ = c.max_logits_mb << 20;
   const int64_t pages = (int64_t{c.max_model_len} + c.block_size - 1) / c.block_size;
-  g.max_blocks_per_seq = c.max_blocks_per_seq > 0 ? c.max_blocks_per_seq
+  g.max_blocks_per_seq_ = c.max_blocks_per_seq > 0 ? c.max_blocks_per_seq
                                                   : static_cast<int32_t>(pages);
   if (c.max_blocks_per_seq > 0 && c.max_blocks_per_seq < pages) {
     throw ConfigError(fmt::format(
@@ -184,13 +234,13 @@ inline Geometry make_geometry(const IndexerConfig& c) {
         c.max_blocks_per_seq, c.max_model_len, c.block_size, pages));
   }
   // Every decode has at most decode_threshold rows, padding requests included.
-  g.max_decode_rows = static_cast<int32_t>(std::min<int64_t>(
-      c.max_num_batched_tokens, int64_t{c.max_num_seqs} * g.decode_threshold));
-  if (int64_t{g.max_blocks_per_seq} * g.max_decode_rows > kMaxBufferWords) {
+  g.max_decode_rows_ = static_cast<int32_t>(std::min<int64_t>(
+      c.max_num_batched_tokens, int64_t{c.max_num_seqs} * g.decode_threshold_));
+  if (int64_t{g.max_blocks_per_seq_} * g.max_decode_rows_ > kMaxBufferWords) {
     throw ConfigError(fmt::format(
         "the decode block table of {} rows (max_num_seqs={} x {} rows) x max_blocks_per_seq={} "
         "is past 2^31 words",
-        g.max_decode_rows, c.max_num_seqs, g.decode_threshold, g.max_blocks_per_seq));
+        g.max_decode_rows_, c.max_num_seqs, g.decode_threshold_, g.max_blocks_per_seq_));
   }
 
   if (c.sparse_logits) {
@@ -207,12 +257,12 @@ inline Geometry make_geometry(const IndexerConfig& c) {
           "not candidate_topk_blocks={}",
           kPrefix, c.candidate_topk_blocks));
     }
-    if (g.page_entries % c.candidate_block_size != 0 ||
-        c.candidate_block_size > g.cache.n_per_tile) {
+    if (g.page_entries_ % c.candidate_block_size != 0 ||
+        c.candidate_block_size > g.cache_.n_per_tile) {
       throw ConfigError(fmt::format(
           "{} needs candidate_block_size={} entries to tile a {}-entry indexer page and fit "
           "in one {}-entry shuffle group",
-          kPrefix, c.candidate_block_size, g.page_entries, g.cache.n_per_tile));
+          kPrefix, c.candidate_block_size, g.page_entries_, g.cache_.n_per_tile));
     }
     const int64_t cols = int64_t{c.candidate_topk_blocks} * c.candidate_block_size;
     if (cols > std::numeric_limits<int32_t>::max() / 4) {
@@ -220,14 +270,14 @@ inline Geometry make_geometry(const IndexerConfig& c) {
           "{}: candidate_topk_blocks={} x candidate_block_size={} columns is past a 2 GiB row",
           kPrefix, c.candidate_topk_blocks, c.candidate_block_size));
     }
-    g.num_candidate_cols = static_cast<int32_t>(cols);
+    g.num_candidate_cols_ = static_cast<int32_t>(cols);
     const int64_t budget =
-        std::min<int64_t>(g.max_logits_bytes, std::numeric_limits<int32_t>::max());
-    g.gather_rows = static_cast<int32_t>(std::max<int64_t>(1, budget / (4 * cols)));
+        std::min<int64_t>(g.max_logits_bytes_, std::numeric_limits<int32_t>::max());
+    g.gather_rows_ = static_cast<int32_t>(std::max<int64_t>(1, budget / (4 * cols)));
   }
 
   // In 64 bits: a huge CU count must be refused, not overflowed.
-  const int64_t waves = std::max(g.launch(1).waves_per_eu, g.launch(g.native_next_n).waves_per_eu);
+  const int64_t waves = std::max(g.launch(1).waves_per_eu, g.launch(g.native_next_n_).waves_per_eu);
   const int64_t wgs = 4 * int64_t{c.num_compute_units} * waves;
   if (wgs > kMaxScheduleUnits) {
     throw ConfigError(fmt::format(
@@ -235,7 +285,8 @@ inline Geometry make_geometry(const IndexerConfig& c) {
         "schedule holds",
         c.num_compute_units, wgs, kMaxScheduleUnits));
   }
-  g.schedule_words = kDescriptorWords * std::max(kMaxScheduleSlots, static_cast<int32_t>(wgs));
+  g.schedule_words_ = kDescriptorWords * std::max(kMaxScheduleSlots, static_cast<int32_t>(wgs));
+  g.fingerprint_ = detail::fingerprint(c);
   return g;
 }
 

@@ -24,26 +24,38 @@
 namespace idxplan {
 
 // What a step reads: the engine's exact lengths and block table, all int32.
+// Device pointers for device::enqueue, host pointers for the CPU reference.
 struct StepInputs {
   const int32_t* seq_lens = nullptr;         // [num_reqs] exact tokens per request
-  const int32_t* query_start_loc = nullptr;  // [num_reqs + 1] token offsets
+  const int32_t* query_start_loc = nullptr;  // [num_reqs + 1] token offsets; the same
+                                             // values the step was planned with
   const int32_t* block_table = nullptr;      // [num_reqs, block_table_stride] page ids
   int32_t block_table_stride = 0;            // words per block-table row
 };
 
-// What a step writes; the buffers are sized once from a Geometry
-// (step_buffer_sizes below).
+// One step buffer, owned by the engine: where it is and how many int32 words
+// it holds (step_buffer_sizes says how many each needs at most).
+struct OutputBuffer {
+  int32_t* data = nullptr;
+  int64_t capacity = 0;  // int32 words
+};
+
+// What a step writes, into the engine's buffers.
 struct StepOutputs {
-  int32_t* context_lens = nullptr;             // [num_reqs] L_r / C
-  int32_t* decode_row_lens = nullptr;          // [decode rows] compressed context of each row
-  int32_t* decode_block_ends = nullptr;        // [decode rows] candidate blocks each row sees
-  int32_t* decode_block_table = nullptr;       // [decode rows, decode_block_table_stride]
-  int32_t* prefill_row_ends = nullptr;         // [prefill tokens] exclusive key bound, token
-                                               // t at t - num_decode_tokens
-  int32_t* prefill_block_ends = nullptr;       // [prefill tokens] candidate blocks
-  int32_t* prefill_query_start_loc = nullptr;  // [packed words] each chunk's local offsets
-  int32_t* decode_schedule = nullptr;          // [4 * num_ctas] descriptors
-  int32_t decode_block_table_stride = 0;       // words per decode block-table row
+  OutputBuffer context_lens;             // [num_reqs] L_r / C
+  OutputBuffer decode_row_lens;          // [decode rows] compressed context of each row
+  OutputBuffer decode_block_ends;        // [decode rows] candidate blocks each row sees
+  OutputBuffer decode_block_table;       // [decode rows, decode_block_table_stride]
+  OutputBuffer prefill_row_ends;         // [prefill tokens] exclusive key bound, token
+                                         // t at t - num_decode_tokens
+  OutputBuffer prefill_block_ends;       // [prefill tokens] candidate blocks
+  OutputBuffer prefill_query_start_loc;  // [packed words] each chunk's local offsets
+  OutputBuffer decode_schedule;          // [4 * num_ctas] descriptors
+  int32_t decode_block_table_stride = 0;  // words per decode block-table row
+  // decode_block_table is written only on steps whose decode launches need
+  // it (ragged ones, DecodePlan::ragged); an engine whose own consumers read
+  // it on every step with decodes sets this.
+  bool always_write_decode_block_table = false;
 };
 
 // The int32 words each step buffer holds, from the geometry's maxima.
@@ -58,16 +70,16 @@ struct StepBufferSizes {
 
 inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
   StepBufferSizes s;
-  s.context_lens = g.config.max_num_seqs;
-  s.decode_rows = g.max_decode_rows;
-  s.decode_block_table = int64_t{g.max_decode_rows} * g.max_blocks_per_seq;
-  s.prefill_rows = g.config.max_num_batched_tokens;
+  s.context_lens = g.config().max_num_seqs;
+  s.decode_rows = g.max_decode_rows();
+  s.decode_block_table = int64_t{g.max_decode_rows()} * g.max_blocks_per_seq();
+  s.prefill_rows = g.config().max_num_batched_tokens;
   // A chunk takes its requests' count + 1 words. Every chunk has a row; a
   // chunk of several requests is its group's only chunk, and a query slice
   // of a group is one request (DESIGN 5.6), so the words are at most
   // requests + 2 * prefill tokens.
-  s.prefill_query_start_loc = int64_t{g.config.max_num_seqs} + 2 * int64_t{s.prefill_rows};
-  s.decode_schedule = g.schedule_words;
+  s.prefill_query_start_loc = int64_t{g.config().max_num_seqs} + 2 * int64_t{s.prefill_rows};
+  s.decode_schedule = g.schedule_words();
   return s;
 }
 
@@ -90,7 +102,8 @@ struct StepArgs {
   int32_t num_decode_rows = 0;  // decode tokens when the step has decodes, else 0
   int32_t num_real_decode_rows = 0;  // qsl[num_decodes]: rows past it are graph padding
   int32_t native_next_n = 0;    // rows per decode request when native, else 0
-  int32_t num_block_cols = 0;
+  int32_t num_block_cols = 0;   // decode_block_table columns a row copies; 0 when the
+                                // step does not write the table
   int32_t num_decode_tokens = 0;
   int32_t num_tokens = 0;       // decode + prefill tokens: the step's rows
   int32_t max_seq_len = 0;      // the plan's longest host upper bounds, of the step and
@@ -105,6 +118,105 @@ struct StepArgs {
 static_assert(std::is_trivially_copyable_v<StepArgs>, "kernel arguments are copied bytewise");
 static_assert(sizeof(StepArgs) <= 4096, "HIP passes at most 4 KiB of kernel arguments");
 
+// Whether the step writes decode_block_table: when its decode rows are
+// ragged (DecodePlan::ragged), or on every step with decodes when the engine
+// asks for it.
+inline bool writes_decode_block_table(const StepPlan& plan, const StepOutputs& out) {
+  return plan.decode.ragged() || (out.always_write_decode_block_table && plan.decode.num_rows > 0);
+}
+
+// Columns of the engine's block table the step's launches read: the pages
+// of its longest upper bound. The engine's stride must cover them.
+inline int32_t block_table_cols_read(const Geometry& g, const StepPlan& plan) {
+  const int64_t pages = detail::ceil_div(plan.max_seq_len, g.config().block_size);
+  return static_cast<int32_t>(std::min<int64_t>(pages, g.max_blocks_per_seq()));
+}
+
+// Throws StepError unless `plan` was made with `g` (or an equal geometry).
+inline void require_plan_of(const Geometry& g, const StepPlan& plan) {
+  if (plan.geometry != g.fingerprint()) {
+    throw StepError(fmt::format(
+        "the plan was made with another Geometry (fingerprint {:#x}, this one's {:#x}); plan the "
+        "step with the geometry its buffers are filled with",
+        plan.geometry, g.fingerprint()));
+  }
+}
+
+namespace detail {
+
+inline void require_output(const char* name, const OutputBuffer& b, int64_t words, const char* what) {
+  if (words <= 0) return;
+  if (b.data == nullptr) {
+    throw StepError(fmt::format("StepOutputs.{} is null, and the step writes {} words of it ({})",
+                                name, words, what));
+  }
+  if (b.capacity < words) {
+    throw StepError(fmt::format("StepOutputs.{} holds {} words, and the step writes {} ({})", name,
+                                b.capacity, words, what));
+  }
+}
+
+inline void require_input(const char* name, const int32_t* p, int64_t words, const char* what) {
+  if (words > 0 && p == nullptr) {
+    throw StepError(fmt::format("StepInputs.{} is null, and the step reads {} ({})", name, words, what));
+  }
+}
+
+}  // namespace detail
+
+// Everything the host can check before the step's buffers are filled, by the
+// CPU reference or the device: the plan is this geometry's, every pointer
+// the step reads or writes is there, each buffer holds what the plan writes,
+// and the block-table strides cover the columns read and written. Throws
+// StepError naming the buffer and the sizes.
+inline void check_step_buffers(const Geometry& g, const StepPlan& plan, const StepInputs& in,
+                               const StepOutputs& out) {
+  require_plan_of(g, plan);
+  const int64_t reqs = plan.num_reqs;
+  const bool rows = plan.num_decode_tokens + plan.num_prefill_tokens > 0;
+  detail::require_input("seq_lens", in.seq_lens, reqs, "a length a request");
+  detail::require_input("query_start_loc", in.query_start_loc, reqs > 0 ? reqs + 1 : 0, "offsets");
+  detail::require_input("block_table", in.block_table, rows ? reqs : 0, "a row a request");
+  const int32_t cols = block_table_cols_read(g, plan);
+  if (rows && reqs > 0 && in.block_table_stride < cols) {
+    throw StepError(fmt::format(
+        "StepInputs.block_table_stride={} is below the {} columns the step's launches read (the "
+        "pages of its longest upper bound, {} tokens)",
+        in.block_table_stride, cols, plan.max_seq_len));
+  }
+
+  const bool blocks = g.config().candidate_block_size > 0;
+  const int64_t decode_rows = plan.decode.num_rows;
+  const int64_t prefill_rows = plan.num_prefill_tokens;
+  detail::require_output("context_lens", out.context_lens, reqs, "a context a request");
+  detail::require_output("decode_row_lens", out.decode_row_lens, decode_rows, "a length a decode row");
+  if (blocks) {
+    detail::require_output("decode_block_ends", out.decode_block_ends, decode_rows,
+                           "candidate blocks a decode row");
+  }
+  if (writes_decode_block_table(plan, out)) {
+    const int32_t copied = plan.decode.num_block_cols;
+    if (out.decode_block_table_stride < copied) {
+      throw StepError(fmt::format(
+          "StepOutputs.decode_block_table_stride={} is below the {} columns a decode row copies",
+          out.decode_block_table_stride, copied));
+    }
+    detail::require_output("decode_block_table", out.decode_block_table,
+                           (decode_rows - 1) * out.decode_block_table_stride + copied,
+                           "a block-table row a decode row");
+  }
+  detail::require_output("prefill_row_ends", out.prefill_row_ends, prefill_rows, "a row end a prefill row");
+  if (blocks) {
+    detail::require_output("prefill_block_ends", out.prefill_block_ends, prefill_rows,
+                           "candidate blocks a prefill row");
+  }
+  detail::require_output("prefill_query_start_loc", out.prefill_query_start_loc,
+                         plan.num_prefill_query_start_loc_words, "each chunk's packed offsets");
+  detail::require_output("decode_schedule", out.decode_schedule,
+                         int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas,
+                         "4 words a schedule slot");
+}
+
 // Launches a step takes: one, plus one per further kMaxLaunchGroups groups.
 inline int32_t num_step_launches(const StepPlan& plan) {
   const auto groups = static_cast<int64_t>(plan.chunk_groups.size());
@@ -117,17 +229,17 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   StepArgs a;
   a.in = in;
   a.out = out;
-  a.compress_ratio = g.config.compress_ratio;
-  a.by_compress_ratio = Divisor(g.config.compress_ratio);
+  a.compress_ratio = g.config().compress_ratio;
+  a.by_compress_ratio = Divisor(g.config().compress_ratio);
   a.by_block_kv = Divisor(plan.decode.schedule.present() ? plan.decode.schedule.block_kv : 1);
   a.by_row_blocks = Divisor(plan.decode.schedule.present() ? plan.decode.schedule.row_blocks : 1);
-  a.candidate_block_size = g.config.candidate_block_size;
+  a.candidate_block_size = g.config().candidate_block_size;
   a.num_reqs = plan.num_reqs;
   a.num_decodes = plan.num_decodes;
   a.num_decode_rows = plan.decode.num_rows;
   a.num_real_decode_rows = plan.decode.num_real_rows;
   a.native_next_n = plan.decode.native.next_n;
-  a.num_block_cols = plan.decode.num_block_cols;
+  a.num_block_cols = writes_decode_block_table(plan, out) ? plan.decode.num_block_cols : 0;
   a.num_decode_tokens = plan.num_decode_tokens;
   // The rows the step's requests own; a step with no request owns none of
   // its padding tokens.
@@ -296,31 +408,34 @@ IDXPLAN_HD void store_descriptor(int32_t* schedule, int32_t slot, const Descript
 }  // namespace detail
 
 // The CPU reference of one launch: what the kernel writes, in order, on the
-// host. `a`'s pointers are host memory.
+// host. `a`'s pointers are host memory. Unchecked: fill_step_buffers checks
+// the buffers first.
 inline void fill_step_launch(const StepArgs& a) {
   check_step_args(a);
   for (int32_t w = a.word_begin; w < a.word_end; ++w) {
-    a.out.prefill_query_start_loc[w] = prefill_query_start_loc_at(a, a.groups, w);
+    a.out.prefill_query_start_loc.data[w] = prefill_query_start_loc_at(a, a.groups, w);
   }
   if (a.packing_only) return;
 
-  for (int32_t r = 0; r < a.num_reqs; ++r) a.out.context_lens[r] = context_len_at(a, r);
+  for (int32_t r = 0; r < a.num_reqs; ++r) a.out.context_lens.data[r] = context_len_at(a, r);
 
   for (int32_t i = 0; i < a.num_decode_rows; ++i) {
     const int32_t len = decode_row_len_at(a, i);
-    a.out.decode_row_lens[i] = len;
-    if (a.candidate_block_size > 0) a.out.decode_block_ends[i] = block_end(len, a.candidate_block_size);
+    a.out.decode_row_lens.data[i] = len;
+    if (a.candidate_block_size > 0) a.out.decode_block_ends.data[i] = block_end(len, a.candidate_block_size);
+    if (a.num_block_cols == 0) continue;  // the table is not written this step
     const int32_t r = decode_row_request(a, i);
-    int32_t* row = a.out.decode_block_table + int64_t{i} * a.out.decode_block_table_stride;
-    const int32_t* src = a.in.block_table + int64_t{r} * a.in.block_table_stride;
-    for (int32_t col = 0; col < a.num_block_cols; ++col) row[col] = r < 0 ? 0 : src[col];
+    int32_t* row = a.out.decode_block_table.data + int64_t{i} * a.out.decode_block_table_stride;
+    for (int32_t col = 0; col < a.num_block_cols; ++col) {
+      row[col] = r < 0 ? 0 : a.in.block_table[int64_t{r} * a.in.block_table_stride + col];
+    }
   }
 
   for (int32_t t = a.num_decode_tokens; t < a.num_tokens; ++t) {
     const int32_t end = prefill_row_end_at(a, t);
-    a.out.prefill_row_ends[t - a.num_decode_tokens] = end;
+    a.out.prefill_row_ends.data[t - a.num_decode_tokens] = end;
     if (a.candidate_block_size > 0) {
-      a.out.prefill_block_ends[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+      a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
     }
   }
 
@@ -333,15 +448,17 @@ inline void fill_step_launch(const StepArgs& a) {
   for (int32_t u = 0; u < s.work && slot < s.num_ctas; ++u) {
     const int32_t slices = unit_slices(unit_tiles_at(a, u), per_slice);
     for (int32_t i = 0; i < slices && slot < s.num_ctas; ++i, ++slot) {
-      detail::store_descriptor(a.out.decode_schedule, slot, unit_descriptor(a.by_row_blocks, u, i, slices));
+      detail::store_descriptor(a.out.decode_schedule.data, slot, unit_descriptor(a.by_row_blocks, u, i, slices));
     }
   }
-  for (; slot < s.num_ctas; ++slot) detail::store_descriptor(a.out.decode_schedule, slot, Descriptor{});
+  for (; slot < s.num_ctas; ++slot) detail::store_descriptor(a.out.decode_schedule.data, slot, Descriptor{});
 }
 
-// The CPU reference of a whole step: every launch the device would make.
+// The CPU reference of a whole step: every launch the device would make,
+// after check_step_buffers.
 inline void fill_step_buffers(const Geometry& g, const StepPlan& plan, const StepInputs& in,
                               const StepOutputs& out) {
+  check_step_buffers(g, plan, in, out);
   const int32_t launches = num_step_launches(plan);
   for (int32_t k = 0; k < launches; ++k) fill_step_launch(make_step_args(g, plan, in, out, k));
 }

@@ -37,4 +37,19 @@ constexpr NativeDecode native_decode(const Qsl& query_start_loc, int32_t num_dec
   return NativeDecode{next_n, num_decodes};
 }
 
+// Whether flattened decode row i is request i's for every row: the first
+// num_real_rows requests have one row each, the rest none, and the padded
+// rows do not outnumber the requests. Then a row reads its request's row of
+// the engine's block table, as a native sequence does, and nothing is copied.
+template <class Qsl>
+constexpr bool rows_are_requests(const Qsl& query_start_loc, int32_t num_decodes, int32_t num_rows) {
+  if (num_rows > num_decodes) return false;
+  // qsl[num_decodes] is the real rows; each request before them has one.
+  const int64_t real = detail::at(query_start_loc, static_cast<std::size_t>(num_decodes));
+  for (int64_t r = 1; r <= real; ++r) {
+    if (detail::at(query_start_loc, static_cast<std::size_t>(r)) != r) return false;
+  }
+  return true;
+}
+
 }  // namespace idxplan

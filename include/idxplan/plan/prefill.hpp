@@ -44,7 +44,7 @@ template <class Splits, class Qsl, class SeqLens, class Plans, class Pieces>
 int32_t plan_prefill_chunks(const Splits& splits, const Qsl& query_start_loc,
                             const SeqLens& seq_lens_upper_bound, const Geometry& geometry,
                             Plans& plans, Pieces& pieces) {
-  const int64_t ratio = geometry.config.compress_ratio;
+  const int64_t ratio = geometry.config().compress_ratio;
   int32_t qsl_words = 0;
   for (std::size_t s = 0; s < splits.size(); ++s) {
     const ChunkSplit& split = splits[s];

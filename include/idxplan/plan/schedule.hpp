@@ -27,8 +27,8 @@ inline ScheduleShape schedule_shape(const Geometry& geometry, int32_t num_seqs,
   if (num_seqs < 4 || work > launch.target_wgs) return {};
 
   const int64_t target = launch.target_wgs;
-  const int64_t block_kv = geometry.cache.block_kv;
-  const int64_t n_tiles = std::max<int64_t>(1, detail::ceil_div(geometry.logits_width, block_kv));
+  const int64_t block_kv = geometry.cache().block_kv;
+  const int64_t n_tiles = std::max<int64_t>(1, detail::ceil_div(geometry.logits_width(), block_kv));
   int64_t cap = launch.max_tiles_per_split;
   // Tiles a slice walks when every slot beyond one per unit shares the work.
   const int64_t plain =

@@ -34,7 +34,7 @@ inline constexpr int64_t kUnpaddedTokens = -1;
 inline void reserve(StepPlan& plan, const Geometry& g) {
   // make_geometry bounds these bytes by kMaxReservedPlanBytes.
   const PlanCapacity capacity =
-      PlanCapacity::of(g.config.max_num_batched_tokens, g.config.max_num_seqs);
+      PlanCapacity::of(g.config().max_num_batched_tokens, g.config().max_num_seqs);
   const auto chunks = static_cast<std::size_t>(capacity.chunks);
   plan.splits.reserve(chunks);
   plan.prefill.reserve(chunks);
@@ -47,6 +47,7 @@ inline void reserve(StepPlan& plan, const Geometry& g) {
 struct StepCheck {
   int32_t num_tokens = 0;   // num_tokens, or the last query_start_loc for kUnpaddedTokens
   int32_t max_seq_len = 0;  // max upper bound over the requests
+  BatchSplit split{};       // the decodes and prefills (DESIGN 5.1)
 };
 
 // Checks a step's host inputs. Throws StepError naming the request and values.
@@ -58,9 +59,9 @@ StepCheck check_step(const Geometry& g, const Qsl& query_start_loc,
     throw StepError(fmt::format("query_start_loc has {} entries for {} requests; it needs {}",
                                 query_start_loc.size(), num_reqs, num_reqs + 1));
   }
-  if (num_reqs > static_cast<std::size_t>(g.config.max_num_seqs)) {
+  if (num_reqs > static_cast<std::size_t>(g.config().max_num_seqs)) {
     throw StepError(fmt::format("the step has {} requests, past max_num_seqs={}", num_reqs,
-                                g.config.max_num_seqs));
+                                g.config().max_num_seqs));
   }
   if (detail::at(query_start_loc, 0) != 0) {
     throw StepError(fmt::format("query_start_loc[0] is {}, not 0", detail::at(query_start_loc, 0)));
@@ -84,9 +85,9 @@ StepCheck check_step(const Geometry& g, const Qsl& query_start_loc,
           "(query_start_loc[{}] - query_start_loc[{}])",
           r, len, r, hi - lo, r + 1, r));
     }
-    if (len > g.config.max_model_len) {
+    if (len > g.config().max_model_len) {
       throw StepError(fmt::format("seq_lens_upper_bound[{}]={} is past max_model_len={}", r, len,
-                                  g.config.max_model_len));
+                                  g.config().max_model_len));
     }
     max_seq_len = std::max(max_seq_len, len);
   }
@@ -96,26 +97,47 @@ StepCheck check_step(const Geometry& g, const Qsl& query_start_loc,
     throw StepError(fmt::format("num_tokens={} is below query_start_loc[{}]={}", tokens,
                                 num_reqs, last));
   }
-  if (tokens > g.config.max_num_batched_tokens) {
+  if (tokens > g.config().max_num_batched_tokens) {
     throw StepError(fmt::format("the step has {} tokens, past max_num_batched_tokens={}", tokens,
-                                g.config.max_num_batched_tokens));
+                                g.config().max_num_batched_tokens));
   }
-  return StepCheck{static_cast<int32_t>(tokens), static_cast<int32_t>(max_seq_len)};
+  const BatchSplit split = split_decodes_and_prefills(query_start_loc, tokens, g.decode_threshold());
+  if (split.num_decodes > 0 && split.num_decode_tokens > g.max_decode_rows()) {
+    throw StepError(fmt::format(
+        "the step's {} decodes have {} rows, past the {} the decode buffers hold "
+        "(max_num_seqs x (num_speculative_tokens + 1), at most max_num_batched_tokens)",
+        split.num_decodes, split.num_decode_tokens, g.max_decode_rows()));
+  }
+  return StepCheck{static_cast<int32_t>(tokens), static_cast<int32_t>(max_seq_len), split};
 }
 
 // Plans one step into `plan`, reusing its arrays. `query_start_loc` has
 // num_reqs + 1 entries and `seq_lens_upper_bound` num_reqs (any ranges of
 // integers); `num_tokens` counts graph padding past query_start_loc's end.
+// Strong guarantee: every check, and every allocation the step needs, comes
+// before the first write, so a plan_step that throws leaves `plan` as it was.
+// Reentrant: it touches nothing but its arguments.
 template <class Qsl, class SeqLens>
 void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq_lens_upper_bound,
                int64_t num_tokens, StepPlan& plan) {
   const StepCheck checked = check_step(g, query_start_loc, seq_lens_upper_bound, num_tokens);
-  const int32_t tokens = checked.num_tokens;
+  const BatchSplit& split = checked.split;
   const int32_t num_reqs = static_cast<int32_t>(seq_lens_upper_bound.size());
-  const int32_t ratio = g.config.compress_ratio;
+  const int32_t ratio = g.config().compress_ratio;
+  // A no-op once the plan is warm (reserve() makes it warm for every step).
+  const PlanCapacity capacity = PlanCapacity::of(split.num_prefill_tokens, num_reqs);
+  const auto chunks = static_cast<std::size_t>(capacity.chunks);
+  plan.splits.reserve(chunks);
+  plan.prefill.reserve(chunks);
+  plan.pieces.reserve(static_cast<std::size_t>(capacity.pieces));
+  plan.chunk_groups.reserve(chunks);
+  plan.gather_launches.reserve(chunks);
 
+  // Nothing below throws or allocates.
+  plan.geometry = g.fingerprint();
   plan.num_reqs = num_reqs;
-  plan.num_tokens = tokens;
+  plan.num_tokens = checked.num_tokens;
+  plan.max_seq_len = checked.max_seq_len;
   plan.decode = DecodePlan{};
   plan.num_prefill_query_start_loc_words = 0;
   plan.splits.clear();
@@ -123,10 +145,7 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
   plan.pieces.clear();
   plan.chunk_groups.clear();
   plan.gather_launches.clear();
-  plan.max_seq_len = checked.max_seq_len;
-
   // 5.1: decodes and prefills.
-  const BatchSplit split = split_decodes_and_prefills(query_start_loc, tokens, g.decode_threshold);
   plan.num_decodes = split.num_decodes;
   plan.num_decode_tokens = split.num_decode_tokens;
   plan.num_prefills = split.num_prefills;
@@ -135,13 +154,7 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
   if (split.num_decodes > 0) {
     // 5.2: one row per decode token.
     DecodePlan& d = plan.decode;
-    d.num_rows = split.num_decode_tokens;
-    if (d.num_rows > g.max_decode_rows) {
-      throw StepError(fmt::format(
-          "the step's {} decodes have {} rows, past the {} the decode buffers hold "
-          "(max_num_seqs x (num_speculative_tokens + 1), at most max_num_batched_tokens)",
-          split.num_decodes, d.num_rows, g.max_decode_rows));
-    }
+    d.num_rows = split.num_decode_tokens;  // within max_decode_rows: check_step saw to it
     d.num_real_rows =
         static_cast<int32_t>(detail::at(query_start_loc, static_cast<std::size_t>(split.num_decodes)));
     int64_t longest = plan.max_seq_len;
@@ -153,10 +166,12 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
     }
     d.max_seq_len = static_cast<int32_t>(longest);
     d.num_block_cols = static_cast<int32_t>(
-        std::min<int64_t>(g.max_blocks_per_seq, detail::ceil_div(longest, g.config.block_size)));
+        std::min<int64_t>(g.max_blocks_per_seq(), detail::ceil_div(longest, g.config().block_size)));
     d.use_gather = g.decode_gathers(plan.max_seq_len / ratio);
     // 5.3 and 5.4: native sequences, and the schedule's shape.
-    d.native = native_decode(query_start_loc, split.num_decodes, d.num_rows, g.native_next_n);
+    d.native = native_decode(query_start_loc, split.num_decodes, d.num_rows, g.native_next_n());
+    d.rows_are_requests =
+        !d.native.present() && rows_are_requests(query_start_loc, split.num_decodes, d.num_rows);
     d.schedule = d.native.present()
                      ? schedule_shape(g, d.native.num_seqs, d.native.next_n, true)
                      : schedule_shape(g, d.num_rows, 1, false);
@@ -172,13 +187,13 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
         static_cast<std::size_t>(split.num_prefills), [&](std::size_t i) {
           return detail::at(query_start_loc, first + i + 1) - detail::at(query_start_loc, first + i);
         });
-    split_prefill_chunks(contexts, query_lens, g.max_logits_bytes, split.num_decodes, plan.splits);
+    split_prefill_chunks(contexts, query_lens, g.max_logits_bytes(), split.num_decodes, plan.splits);
     plan.num_prefill_query_start_loc_words = plan_prefill_chunks(
         plan.splits, query_start_loc, seq_lens_upper_bound, g, plan.prefill, plan.pieces);
     pack_chunk_groups(plan.prefill, plan.chunk_groups);
     // 5.8: the candidate consumers' launches.
-    if (g.num_candidate_cols > 0) {
-      plan_gather_launches(plan.prefill, plan.pieces, g.gather_rows, plan.gather_launches);
+    if (g.num_candidate_cols() > 0) {
+      plan_gather_launches(plan.prefill, plan.pieces, g.gather_rows(), plan.gather_launches);
     }
   }
 }

@@ -124,12 +124,20 @@ struct DecodePlan {
   int32_t num_block_cols = 0;  // block-table columns copied per row: the pages of
                                // max_seq_len (no row reads past them)
   bool use_gather = false;     // the candidate consumers gather for the decode rows
+  bool rows_are_requests = false;  // flattened, and row i is request i's (one row each,
+                                   // then requests with none): rows read the engine's
+                                   // block table in place
   NativeDecode native{};
   ScheduleShape schedule{};
 
+  // Flattened rows that are not each their own request's. Only such a step's
+  // decode launches need decode_block_table: a native step's sequences and
+  // rows_are_requests rows are the engine's requests (DESIGN 6).
+  constexpr bool ragged() const { return num_rows > 0 && !native.present() && !rows_are_requests; }
+
   constexpr auto tie() const {
-    return std::tie(num_rows, num_real_rows, max_seq_len, num_block_cols, use_gather, native,
-                    schedule);
+    return std::tie(num_rows, num_real_rows, max_seq_len, num_block_cols, use_gather,
+                    rows_are_requests, native, schedule);
   }
 };
 
@@ -190,6 +198,7 @@ struct PlanCapacity {
 // buffers. Planning into a StepPlan that is reused does not allocate once its
 // arrays have grown to the step's size (reserve() grows them to the maxima).
 struct StepPlan {
+  uint64_t geometry = 0;   // fingerprint() of the Geometry the plan was made with
   int32_t num_reqs = 0;
   int32_t num_tokens = 0;  // step tokens, graph padding included; padding belongs to the
                            // decodes when every request decodes, else to the prefills,
@@ -213,7 +222,7 @@ struct StepPlan {
   const RequestRows* pieces_of(const PrefillPlan& p) const { return pieces.data() + p.first_piece; }
 
   auto tie() const {
-    return std::tie(num_reqs, num_tokens, num_decodes, num_decode_tokens, num_prefills,
+    return std::tie(geometry, num_reqs, num_tokens, num_decodes, num_decode_tokens, num_prefills,
                     num_prefill_tokens, max_seq_len, num_prefill_query_start_loc_words, decode,
                     splits, prefill, pieces, chunk_groups, gather_launches);
   }
@@ -307,9 +316,10 @@ struct fmt::formatter<idxplan::DecodePlan> : idxplan::detail::PlanFormatterBase 
   auto format(const idxplan::DecodePlan& d, Ctx& ctx) const {
     return fmt::format_to(ctx.out(),
                           "DecodePlan{{num_rows={}, num_real_rows={}, max_seq_len={}, "
-                          "num_block_cols={}, use_gather={}, native={}, schedule={}}}",
+                          "num_block_cols={}, use_gather={}, rows_are_requests={}, native={}, "
+                          "schedule={}}}",
                           d.num_rows, d.num_real_rows, d.max_seq_len, d.num_block_cols,
-                          d.use_gather, d.native, d.schedule);
+                          d.use_gather, d.rows_are_requests, d.native, d.schedule);
   }
 };
 
@@ -318,11 +328,11 @@ struct fmt::formatter<idxplan::StepPlan> : idxplan::detail::PlanFormatterBase {
   template <class Ctx>
   auto format(const idxplan::StepPlan& p, Ctx& ctx) const {
     return fmt::format_to(ctx.out(),
-                          "StepPlan{{num_reqs={}, num_tokens={}, decodes={} ({} tokens), "
+                          "StepPlan{{geometry={:#x}, num_reqs={}, num_tokens={}, decodes={} ({} tokens), "
                           "prefills={} ({} tokens), max_seq_len={}, qsl_words={}, decode={}, "
                           "splits=[{}], prefill=[{}], pieces=[{}], chunk_groups=[{}], "
                           "gather_launches=[{}]}}",
-                          p.num_reqs, p.num_tokens, p.num_decodes, p.num_decode_tokens,
+                          p.geometry, p.num_reqs, p.num_tokens, p.num_decodes, p.num_decode_tokens,
                           p.num_prefills, p.num_prefill_tokens, p.max_seq_len,
                           p.num_prefill_query_start_loc_words, p.decode, fmt::join(p.splits, ", "),
                           fmt::join(p.prefill, ", "), fmt::join(p.pieces, ", "),

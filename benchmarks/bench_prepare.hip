@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 // GPU time per step of the fused prepare kernel, eager and in graph replay,
-// beside an empty kernel (the floor) and the reference's way of writing the
-// same buffers (one launch per buffer, one per chunk for the packed offsets),
-// timed with device events in the same run. Prints medians.
+// beside its floors (an empty kernel, and "+load": one block that loads a
+// length and stores it, the least any kernel that reads the step does) and
+// the reference's way of writing the same buffers (one launch per buffer,
+// one per chunk for the packed offsets), timed with device events in the
+// same run. Prints medians, and the fused graph time's ratio to "+load".
 
 #include <algorithm>
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "idxplan/device/prepare_step.hpp"
+#include "idxplan/device/step_buffers.hpp"
 #include "idxplan/idxplan.hpp"
 #include "steps.hpp"
 
@@ -29,11 +32,11 @@ constexpr int kThreads = device::kPrepareThreads;
 __global__ void empty_kernel() {}
 // Empty too, but taking the fused kernel's arguments: what passing them costs.
 __global__ void args_kernel(const StepArgs a) {
-  if (a.num_reqs < 0) a.out.context_lens[0] = 0;
+  if (a.num_reqs < 0) a.out.context_lens.data[0] = 0;
 }
 // Loads one length and stores it: the floor of any kernel that reads the step.
 __global__ void load_store_kernel(const StepArgs a) {
-  a.out.context_lens[threadIdx.x] = a.in.seq_lens[threadIdx.x % a.num_reqs] / a.compress_ratio;
+  a.out.context_lens.data[threadIdx.x] = a.in.seq_lens[threadIdx.x % a.num_reqs] / a.compress_ratio;
 }
 // Keeps the SMs busy for about `ms` so the clocks are up when timing starts.
 __global__ void spin_kernel(int64_t cycles, int32_t* sink) {
@@ -45,33 +48,33 @@ __global__ void spin_kernel(int64_t cycles, int32_t* sink) {
 // The reference's launches, one buffer each, from the same bodies.
 __global__ void context_kernel(const StepArgs a) {
   for (int32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < a.num_reqs; r += gridDim.x * blockDim.x)
-    a.out.context_lens[r] = context_len_at(a, r);
+    a.out.context_lens.data[r] = context_len_at(a, r);
 }
 __global__ void row_lens_kernel(const StepArgs a) {
   for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.num_decode_rows; i += gridDim.x * blockDim.x)
-    a.out.decode_row_lens[i] = decode_row_len_at(a, i);
+    a.out.decode_row_lens.data[i] = decode_row_len_at(a, i);
 }
 __global__ void decode_block_ends_kernel(const StepArgs a) {
   for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.num_decode_rows; i += gridDim.x * blockDim.x)
-    a.out.decode_block_ends[i] = block_end(a.out.decode_row_lens[i], a.candidate_block_size);
+    a.out.decode_block_ends.data[i] = block_end(a.out.decode_row_lens.data[i], a.candidate_block_size);
 }
 __global__ void block_table_kernel(const StepArgs a) {
   for (int32_t row = blockIdx.x; row < a.num_decode_rows; row += gridDim.x) {
     const int32_t r = decode_row_request(a, row);
     for (int32_t col = threadIdx.x; col < a.num_block_cols; col += blockDim.x)
-      a.out.decode_block_table[int64_t{row} * a.out.decode_block_table_stride + col] =
+      a.out.decode_block_table.data[int64_t{row} * a.out.decode_block_table_stride + col] =
           r < 0 ? 0 : a.in.block_table[int64_t{r} * a.in.block_table_stride + col];
   }
 }
 __global__ void prefill_row_ends_kernel(const StepArgs a) {
   for (int32_t t = a.num_decode_tokens + blockIdx.x * blockDim.x + threadIdx.x; t < a.num_tokens;
        t += gridDim.x * blockDim.x)
-    a.out.prefill_row_ends[t - a.num_decode_tokens] = prefill_row_end_at(a, t);
+    a.out.prefill_row_ends.data[t - a.num_decode_tokens] = prefill_row_end_at(a, t);
 }
 __global__ void prefill_block_ends_kernel(const StepArgs a) {
   for (int32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < a.num_tokens - a.num_decode_tokens;
        t += gridDim.x * blockDim.x)
-    a.out.prefill_block_ends[t] = block_end(a.out.prefill_row_ends[t], a.candidate_block_size);
+    a.out.prefill_block_ends.data[t] = block_end(a.out.prefill_row_ends.data[t], a.candidate_block_size);
 }
 __global__ void chunk_qsl_kernel(const int32_t* qsl, int32_t* out, PrefillPlan c) {
   const int32_t i = threadIdx.x + blockIdx.x * blockDim.x;
@@ -104,7 +107,7 @@ void baseline_step(const StepPlan& plan, const StepArgs& a, device::Stream s) {
       prefill_block_ends_kernel<<<blocks_for(a.num_tokens - a.num_decode_tokens), 256, 0, s>>>(a);
   }
   for (const PrefillPlan& c : plan.prefill) {
-    chunk_qsl_kernel<<<(c.num_reqs + 256) / 256, 256, 0, s>>>(a.in.query_start_loc, a.out.prefill_query_start_loc, c);
+    chunk_qsl_kernel<<<(c.num_reqs + 256) / 256, 256, 0, s>>>(a.in.query_start_loc, a.out.prefill_query_start_loc.data, c);
   }
   if (a.schedule.present()) {
     // The scheduler alone, as its own launch.
@@ -159,28 +162,34 @@ device::DeviceArray<T> upload(const std::vector<T>& v) {
   return d;
 }
 
-void run_case(const char* name, int32_t compute_units, const bench::BenchStep& step, bool table, device::Stream s) {
+// One step, every way: the floors, the fused kernel eager and in graph
+// replay, its two halves, and the reference's launches. `always_table` asks
+// for decode_block_table on every step, as every step wrote it before the
+// table was read in place.
+void run_case(const char* name, int32_t compute_units, const bench::BenchStep& step, bool always_table,
+              device::Stream s) {
   IndexerConfig c = bench::deepseek_config();
   c.num_compute_units = compute_units;
   c.max_num_seqs = 4096;
   c.max_num_batched_tokens = 32768;
   const Geometry g = make_geometry(c);
   const device::StepBuffers buffers(g);
+  const StepOutputs out = buffers.outputs(always_table);
   StepPlan plan;
   plan_step(g, step.query_start_loc, step.seq_lens, kUnpaddedTokens, plan);
-  if (!table) plan.decode.num_block_cols = 0;
-  std::vector<int32_t> block_table(step.seq_lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq), 7);
+  std::vector<int32_t> block_table(step.seq_lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()), 7);
   const auto qsl = upload(step.query_start_loc);
   const auto lens = upload(step.seq_lens);
   const auto bt = upload(block_table);
-  const StepInputs in{lens.data(), qsl.data(), bt.data(), g.max_blocks_per_seq};
-  const StepArgs args = make_step_args(g, plan, in, buffers.outputs());
+  const StepInputs in{lens.data(), qsl.data(), bt.data(), g.max_blocks_per_seq()};
+  const StepArgs args = make_step_args(g, plan, in, out);
+  const int32_t max_blocks = device::max_prepare_blocks();
   const Timer timer(s);
-  const auto fused = [&] { device::enqueue(g, plan, in, buffers, s); };
+  const auto fused = [&] { device::enqueue(g, plan, in, out, s); };
   const auto reference = [&] { baseline_step(plan, args, s); };
   const auto empty = [&] { empty_kernel<<<1, 1, 0, s>>>(); };
   const auto with_args = [&] {
-    args_kernel<<<device::launch_grid(args, buffers.max_blocks()).blocks(), kThreads, 0, s>>>(args);
+    args_kernel<<<device::launch_grid(args, max_blocks).blocks(), kThreads, 0, s>>>(args);
   };
   // The least a step can do: one load of a length and one store, one block.
   const auto load_store = [&] { load_store_kernel<<<1, kThreads, 0, s>>>(args); };
@@ -192,15 +201,14 @@ void run_case(const char* name, int32_t compute_units, const bench::BenchStep& s
   StepArgs rest = args;
   rest.schedule = ScheduleShape{};
   const auto launch = [&](const StepArgs& x) {
-    return [&, x] {
-      device::launch(x, device::launch_grid(x, buffers.max_blocks()), s);
-    };
+    return [&, x] { device::launch(x, device::launch_grid(x, max_blocks), s); };
   };
   const double s_graph = timer.graph(launch(schedule_only(args))), n_graph = timer.graph(launch(rest));
   check(rt::last_error(), "launches");
-  std::printf("%-22s %6d %7d %6d | %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f %5.2fx | %7.2f %7.2f | %7.2f %7.2f %5.2fx\n",
-              name, plan.decode.num_rows, plan.decode.schedule.num_ctas, plan.decode.num_block_cols,
-              e_eager, e_graph, a_graph, l_graph, f_eager, f_graph, f_graph / e_graph, s_graph, n_graph,
+  const char* table = !plan.has_decode() ? "-" : writes_decode_block_table(plan, out) ? "copied" : "engine";
+  std::printf("%-20s %6d %7d %6s %5d | %6.2f %6.2f %6.2f %6.2f | %6.2f %6.2f %6.2fx | %6.2f %6.2f | %6.2f %6.2f %6.2fx\n",
+              name, plan.decode.num_rows, plan.decode.schedule.num_ctas, table, plan.decode.num_block_cols,
+              e_eager, e_graph, a_graph, l_graph, f_eager, f_graph, f_graph / l_graph, s_graph, n_graph,
               r_eager, r_graph, r_graph / f_graph);
 }
 
@@ -215,17 +223,21 @@ int main() {
   check(rt::stream_create(&s), "stream");
   std::printf("median GPU microseconds per step over %d steps, %d timings; num_compute_units as planned\n",
               kSteps, kRepeats);
-  std::printf("%-22s %6s %7s %6s | %7s %7s %7s %7s | %7s %7s %6s | %7s %7s | %7s %7s %6s\n", "step",
-              "rows", "slots", "cols", "empty", "graph", "+args", "+load", "fused", "graph", "/empty", "sched",
-              "rest", "ref", "graph", "/fused");
-  for (const bool table : {true, false}) {
-    for (const int32_t n : {4, 64, 256, 1024, 4096}) {
-      const std::string name = "decode_" + std::to_string(n) + (table ? "" : " no-table");
-      run_case(name.c_str(), n == 4096 ? 512 : 256, bench::mtp_decodes(n), table, s);
-    }
-    run_case(table ? "flat_1024" : "flat_1024 no-table", 256, bench::flat_decodes(1024), table, s);
-    run_case(table ? "mixed_1024" : "mixed_1024 no-table", 256, bench::mixed_1024(), table, s);
+  std::printf("%-20s %6s %7s %6s %5s | %6s %6s %6s %6s | %6s %6s %7s | %6s %6s | %6s %6s %7s\n", "step",
+              "rows", "slots", "table", "cols", "empty", "graph", "+args", "+load", "fused", "graph",
+              "/+load", "sched", "rest", "ref", "graph", "/fused");
+  for (const int32_t n : {4, 64, 256, 1024, 4096}) {
+    const std::string name = "decode_" + std::to_string(n);
+    run_case(name.c_str(), n == 4096 ? 512 : 256, bench::mtp_decodes(n), false, s);
   }
+  // The native steps as before the table was read in place: copied every step.
+  for (const int32_t n : {1024, 4096}) {
+    const std::string name = "decode_" + std::to_string(n) + " +table";
+    run_case(name.c_str(), n == 4096 ? 512 : 256, bench::mtp_decodes(n), true, s);
+  }
+  run_case("one_row_1024", 256, bench::one_row_decodes(1024), false, s);
+  run_case("flat_1024", 256, bench::flat_decodes(1024), false, s);
+  run_case("mixed_1024", 256, bench::mixed_1024(), false, s);
   (void)rt::stream_destroy(s);
   return 0;
 }

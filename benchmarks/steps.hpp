@@ -44,6 +44,18 @@ inline BenchStep flat_decodes(int32_t n) {
   return s;
 }
 
+// `n` decodes of one row each (no MTP): flattened rows that are their own
+// requests', which read the engine's block table in place.
+inline BenchStep one_row_decodes(int32_t n) {
+  BenchStep s;
+  s.query_start_loc.push_back(0);
+  for (int32_t r = 0; r < n; ++r) {
+    s.query_start_loc.push_back(s.query_start_loc.back() + 1);
+    s.seq_lens.push_back(spread_context(r));
+  }
+  return s;
+}
+
 // 1016 MTP decodes, the 8192-token piece of a 1M-token chunked prefill, and
 // seven short prompts: 1024 requests.
 inline BenchStep mixed_1024() {

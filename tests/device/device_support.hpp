@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "idxplan/device/prepare_step.hpp"
+#include "idxplan/device/step_buffers.hpp"
 #include "test_support.hpp"
 
 namespace idxplan::test {
@@ -51,8 +52,8 @@ struct Extent {
 
 inline std::vector<Extent> step_extents(const StepPlan& p, HostBuffers& h, const StepOutputs& d,
                                         const StepBufferSizes& s) {
-  auto extent = [](int32_t* host, int32_t* dev, int64_t used, int64_t capacity) {
-    return Extent{host, dev, std::min(used + 4, capacity), capacity};
+  auto extent = [](int32_t* host, const OutputBuffer& dev, int64_t used, int64_t capacity) {
+    return Extent{host, dev.data, std::min(used + 4, capacity), capacity};
   };
   return {extent(h.context_lens.data(), d.context_lens, p.num_reqs, s.context_lens),
           extent(h.decode_row_lens.data(), d.decode_row_lens, p.decode.num_rows, s.decode_rows),

@@ -3,7 +3,9 @@
 // The fused prepare kernel against the CPU reference, word for word. Built by
 // nvcc (run on the H200) and by hipcc (compiled for gfx90a and gfx940).
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -32,17 +34,20 @@ class PrepareStep : public ::testing::Test {
     if (stream_ != nullptr) (void)device::rt::stream_destroy(stream_);
   }
 
-  // Plans a step, runs the kernel and the CPU reference, and compares them.
+  // Plans a step, runs the kernel and the CPU reference, and compares them:
+  // every word either writes, and the poison around them, decode_block_table
+  // included where the step does not write it.
   std::string run(const Geometry& g, const device::StepBuffers& buffers, test::HostBuffers& host,
                   const Words& qsl, const Words& lens, const Words& upper, int64_t num_tokens,
-                  const Words& table, int32_t stride) {
+                  const Words& table, int32_t stride, bool always_write_table = false) {
     plan_step(g, qsl, upper, num_tokens, plan_);
     const test::DeviceInputs in(qsl, lens, table, stride);
-    const auto extents = test::step_extents(plan_, host, buffers.outputs(), buffers.sizes());
+    const StepOutputs out = buffers.outputs(always_write_table);
+    const auto extents = test::step_extents(plan_, host, out, buffers.sizes());
     test::poison(extents, stream_);
-    device::enqueue(g, plan_, in.inputs(), buffers, stream_);
+    device::enqueue(g, plan_, in.inputs(), out, stream_);
     device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
-    test::fill_reference(g, plan_, qsl, lens, table, stride, host);
+    test::fill_reference(g, plan_, qsl, lens, table, stride, host, always_write_table);
     return test::compare(extents);
   }
 
@@ -65,20 +70,36 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
   }
   std::mt19937_64 rng(4242);
   const int steps = env_steps(2000);
-  int scheduled = 0, native = 0, chunked = 0, gathers = 0;
+  int scheduled = 0, native = 0, one_row = 0, ragged = 0, padded = 0, always = 0, copied = 0,
+      chunked = 0, gathers = 0, zero_rows = 0;
   for (int i = 0; i < steps; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
-    const test::RandomStep s = test::random_step(geometries[k], rng);
+    // One step in eight is full of requests with no rows; one in three asks
+    // for the decode table on every step.
+    const test::RandomStep s = i % 8 == 7 ? test::zero_row_step(geometries[k], rng)
+                                          : test::random_step(geometries[k], rng);
+    const bool always_write = i % 3 == 0;
     const std::string diff = run(geometries[k], buffers[k], host[k], s.query_start_loc, s.seq_lens,
-                                 s.seq_lens_upper_bound, s.num_tokens, s.block_table, s.table_stride);
+                                 s.seq_lens_upper_bound, s.num_tokens, s.block_table, s.table_stride,
+                                 always_write);
     ASSERT_EQ(diff, "") << "step " << i << " on geometry " << k;
-    scheduled += plan_.decode.schedule.present();
-    native += plan_.decode.native.present();
+    const DecodePlan& d = plan_.decode;
+    scheduled += d.schedule.present();
+    native += d.native.present();
+    one_row += d.rows_are_requests;
+    ragged += d.ragged();
+    padded += d.num_rows > d.num_real_rows;
+    always += always_write && d.num_rows > 0;
+    copied += writes_decode_block_table(plan_, buffers[k].outputs(always_write));
     chunked += plan_.prefill.size() > 1;
     gathers += !plan_.gather_launches.empty();
+    zero_rows += i % 8 == 7;
   }
-  std::printf("%d random steps equal to the reference: %d scheduled, %d native, %d chunked, "
-              "%d gathering\n", steps, scheduled, native, chunked, gathers);
+  std::printf("%d random steps equal to the reference: %d scheduled, %d native, %d flattened one-row, "
+              "%d ragged, %d padded, %d asking for the table, %d writing it; %d chunked, %d gathering, "
+              "%d full of empty requests\n",
+              steps, scheduled, native, one_row, ragged, padded, always, copied, chunked, gathers,
+              zero_rows);
 }
 
 TEST_F(PrepareStep, MatchesTheReferenceOnFourThousandDecodeRows) {
@@ -97,9 +118,9 @@ TEST_F(PrepareStep, MatchesTheReferenceOnFourThousandDecodeRows) {
       lens.push_back(2 + (r * 7919) % 262000);
     }
     ASSERT_GE(qsl.back(), 4096);
-    Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq));
+    Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()));
     for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i * 31 % 1000003);
-    EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq), "");
+    EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq()), "");
     EXPECT_EQ(plan_.decode.native.present(), !ragged);
     EXPECT_TRUE(plan_.decode.schedule.present());  // 4096 one-row units fit 6144 workgroups
   }
@@ -122,9 +143,9 @@ TEST_F(PrepareStep, SchedulesFlattenedRowsOfMoreRequestsThanRows) {
     qsl.push_back(qsl.back() + q);
     lens.push_back(q + (r * 7919) % 65000);
   }
-  Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq));
+  Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()));
   for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i % 1000003);
-  EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq), "");
+  EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq()), "");
   EXPECT_EQ(plan_.num_decodes, 1000);
   EXPECT_FALSE(plan_.decode.native.present());
   ASSERT_TRUE(plan_.decode.schedule.present());
@@ -175,50 +196,117 @@ TEST_F(PrepareStep, AStepWithNoTokensStillWritesTheContexts) {
                 Words(2 * 8192, 1), 8192), "");
 }
 
-TEST_F(PrepareStep, AGraphReplaysOnNewLengthsOfTheSameShape) {
+// What a consumer launch reads of a decode step, copied into `sink`: the
+// rows' ends and block ends, the sequences' contexts and the schedule. Its
+// grid and pointers are fixed, as in an engine's captured graph.
+__global__ void consume_decode(const int32_t* row_ends, const int32_t* block_ends,
+                               const int32_t* context_lens, const int32_t* schedule, int32_t rows,
+                               int32_t seqs, int32_t schedule_words, int32_t* sink) {
+  const int32_t words = 2 * rows + seqs + schedule_words;
+  for (int32_t w = blockIdx.x * blockDim.x + threadIdx.x; w < words; w += gridDim.x * blockDim.x) {
+    int32_t v;
+    if (w < rows) v = row_ends[w];
+    else if (w < 2 * rows) v = block_ends[w - rows];
+    else if (w < 2 * rows + seqs) v = context_lens[w - 2 * rows];
+    else v = schedule[w - 2 * rows - seqs];
+    sink[w] = v;
+  }
+}
+
+TEST_F(PrepareStep, EagerPrepareThenAReplayedConsumerGraphSeesEachStep) {
+  // DESIGN 6's graph pattern: the prepare launch enqueued eagerly each step,
+  // then a graph of consumer reads captured once and replayed. The steps
+  // share a shape (64 decode requests padded to 128 tokens, as a graph's
+  // batch) and differ in everything else: real requests, lengths, the
+  // schedule's contents, the block-table columns.
   IndexerConfig c = test::deepseek_config();
   c.num_compute_units = 132;
+  c.max_num_seqs = 64;
+  c.max_num_batched_tokens = 4096;
   const Geometry g = make_geometry(c);
   const device::StepBuffers buffers(g);
-  test::HostBuffers host(g);
-  // 256 MTP decodes and a prefill: the host bounds fix the plan's shape.
-  Words qsl{0}, upper;
-  for (int r = 0; r < 256; ++r) {
-    qsl.push_back(qsl.back() + 2);
-    upper.push_back(200000);
-  }
-  qsl.push_back(qsl.back() + 3000);
-  upper.push_back(400000);
-  plan_step(g, qsl, upper, kUnpaddedTokens, plan_);
-  ASSERT_TRUE(plan_.decode.schedule.present());
-  Words lens = upper;
-  Words table(upper.size() * 8192);
-  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
-  const test::DeviceInputs in(qsl, lens, table, 8192);
+  const StepOutputs out = buffers.outputs();
+  const int32_t seqs = 64, rows = 128;
+  Words qsl(seqs + 1), lens(seqs), table(static_cast<std::size_t>(seqs) * 8192);
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i % 100003);
+  const test::DeviceInputs in(Words(seqs + 1, 0), Words(seqs, 0), table, 8192);
 
+  // The first step fixes the graph's shape: a full native batch.
+  for (int32_t r = 0; r <= seqs; ++r) qsl[static_cast<std::size_t>(r)] = 2 * r;
+  plan_step(g, qsl, Words(seqs, 1000), rows, plan_);
+  ASSERT_TRUE(plan_.decode.native.present());
+  ASSERT_TRUE(plan_.decode.schedule.present());
+  const int32_t schedule_words = 4 * plan_.decode.schedule.num_ctas;
+  const int32_t words = 2 * rows + seqs + schedule_words;
+  device::DeviceArray<int32_t> sink(static_cast<std::size_t>(words));
   device::rt::Graph graph = nullptr;
   device::rt::GraphExec exec = nullptr;
   device::check(device::rt::begin_capture(stream_), "begin_capture");
-  device::enqueue(g, plan_, in.inputs(), buffers, stream_);
+  consume_decode<<<8, 256, 0, stream_>>>(out.decode_row_lens.data, out.decode_block_ends.data,
+                                         out.context_lens.data, out.decode_schedule.data, rows, seqs,
+                                         schedule_words, sink.data());
   device::check(device::rt::end_capture(stream_, &graph), "end_capture");
   device::check(device::rt::graph_instantiate(&exec, graph), "graph_instantiate");
 
-  std::mt19937_64 rng(7);
-  for (int replay = 0; replay < 3; ++replay) {
-    // New exact lengths under the same bounds, written where the graph reads.
-    for (std::size_t r = 0; r < lens.size(); ++r) {
-      lens[r] = std::uniform_int_distribution<int32_t>(qsl[r + 1] - qsl[r], upper[r])(rng);
+  std::mt19937_64 rng(8);
+  test::HostBuffers host(g);
+  Words got(static_cast<std::size_t>(words));
+  int differing = 0;
+  uint64_t last_plan = 0;
+  for (int step = 0; step < 50; ++step) {
+    // 1 to 64 real requests, the rest padding, with new lengths.
+    const int32_t real = std::uniform_int_distribution<int32_t>(1, seqs)(rng);
+    for (int32_t r = 0; r <= seqs; ++r) qsl[static_cast<std::size_t>(r)] = 2 * std::min(r, real);
+    for (int32_t r = 0; r < seqs; ++r) {
+      lens[static_cast<std::size_t>(r)] =
+          r < real ? std::uniform_int_distribution<int32_t>(2, 1 << std::uniform_int_distribution<int>(2, 20)(rng))(rng) : 0;
     }
+    plan_step(g, qsl, lens, rows, plan_);
+    ASSERT_EQ(4 * plan_.decode.schedule.num_ctas, schedule_words) << "the step's shape changed";
+    const uint64_t digest = std::hash<std::string>{}(fmt::format("{}", plan_));
+    differing += digest != last_plan;
+    last_plan = digest;
+    device::check(device::rt::memcpy_to_device(in.query_start_loc.data(), qsl.data(), qsl.size() * 4), "qsl");
     device::check(device::rt::memcpy_to_device(in.seq_lens.data(), lens.data(), lens.size() * 4), "lens");
-    const auto extents = test::step_extents(plan_, host, buffers.outputs(), buffers.sizes());
-    test::poison(extents, stream_);
+    device::enqueue(g, plan_, in.inputs(), out, stream_);  // eager, every step
     device::check(device::rt::graph_launch(exec, stream_), "graph_launch");
-    device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
+    device::check(device::rt::memcpy_to_host(got.data(), sink.data(), got.size() * 4), "sink");
     test::fill_reference(g, plan_, qsl, lens, table, 8192, host);
-    EXPECT_EQ(test::compare(extents), "") << "replay " << replay;
+    Words want(host.decode_row_lens.begin(), host.decode_row_lens.begin() + rows);
+    want.insert(want.end(), host.decode_block_ends.begin(), host.decode_block_ends.begin() + rows);
+    want.insert(want.end(), host.context_lens.begin(), host.context_lens.begin() + seqs);
+    want.insert(want.end(), host.decode_schedule.begin(), host.decode_schedule.begin() + schedule_words);
+    ASSERT_EQ(got, want) << "step " << step << " (" << real << " real requests)";
   }
+  EXPECT_GT(differing, 40);  // the plans did differ from step to step
   (void)device::rt::graph_exec_destroy(exec);
   (void)device::rt::graph_destroy(graph);
+}
+
+TEST_F(PrepareStep, RefusesBuffersTooSmallAndLaunchesNothing) {
+  const Geometry g = make_geometry(test::deepseek_config());
+  const device::StepBuffers buffers(g);
+  const Words qsl{0, 2, 4, 8196}, lens{9000, 120000, 300000};
+  plan_step(g, qsl, lens, kUnpaddedTokens, plan_);
+  const test::DeviceInputs in(qsl, lens, Words(3 * 8192, 1), 8192);
+  StepOutputs out = buffers.outputs();
+  out.prefill_row_ends.capacity = 100;
+  const Words poison(8192, test::kPoison);
+  device::check(device::rt::memcpy_to_device(out.prefill_row_ends.data, poison.data(), poison.size() * 4), "poison");
+  try {
+    device::enqueue(g, plan_, in.inputs(), out, stream_);
+    FAIL() << "a 100-word prefill_row_ends took 8192 row ends";
+  } catch (const StepError& e) {
+    EXPECT_NE(std::string(e.what()).find("prefill_row_ends holds 100 words, and the step writes 8192"),
+              std::string::npos) << e.what();
+  }
+  StepInputs narrow = in.inputs();
+  narrow.block_table_stride = 16;  // the step reads 2344 columns
+  EXPECT_THROW(device::enqueue(g, plan_, narrow, buffers.outputs(), stream_), StepError);
+  device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
+  Words after(poison.size());
+  device::check(device::rt::memcpy_to_host(after.data(), out.prefill_row_ends.data, after.size() * 4), "read");
+  EXPECT_EQ(after, poison);
 }
 
 // Host-side, so these run wherever the device code builds, GPU or not.

@@ -3,10 +3,16 @@
 #pragma once
 
 // The fused prepare kernel: one launch a step fills every step buffer from the
-// device lengths and the host plan (DESIGN.md section 6). Its bodies are the
-// CPU reference's, from plan/buffers.hpp, called unchanged. enqueue() neither
-// allocates nor synchronises nor reads device memory, so it can be captured
-// in a graph.
+// device lengths and the host plan (docs/design.md section 6). Its bodies are
+// the CPU reference's, from plan/buffers.hpp, called unchanged. enqueue()
+// neither allocates nor synchronises nor reads device memory.
+//
+// Graphs: the step's sizes travel in the kernel's arguments, so a captured
+// enqueue() would replay the captured step's sizes on every later step. The
+// supported pattern is the prepare launch enqueued eagerly every step, on
+// the engine's stream, before the engine replays its graphs of consumer
+// launches: those read the engine's fixed buffers, and their grids depend on
+// the step's shape alone (docs/integration.md).
 //
 // The launch is short and latency-bound: a dependent load from device memory
 // costs about as much as the launch itself. So the grid is cut into parts,
@@ -20,7 +26,6 @@
 #include "idxplan/config.hpp"
 #include "idxplan/device/runtime.hpp"
 #include "idxplan/device/scan.hpp"
-#include "idxplan/device/step_buffers.hpp"
 #include "idxplan/plan/buffers.hpp"
 #include "idxplan/plan/types.hpp"
 
@@ -248,7 +253,7 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
                                            first[unit[k] + 1] - unit_first[k]);
       words = make_int4(d.seq, d.blk, d.slice, d.slices);
     }
-    if (slot[k] < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule)[slot[k]] = words;
+    if (slot[k] < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule.data)[slot[k]] = words;
   }
 }
 
@@ -261,7 +266,7 @@ __device__ inline void copy_decode_table(const StepArgs& a, const int32_t* qsl, 
   const int32_t quads = decode_table_quads(a);
   const bool vector_rows = a.in.block_table_stride % 4 == 0 && a.out.decode_block_table_stride % 4 == 0 &&
                            reinterpret_cast<uintptr_t>(a.in.block_table) % 16 == 0 &&
-                           reinterpret_cast<uintptr_t>(a.out.decode_block_table) % 16 == 0;
+                           reinterpret_cast<uintptr_t>(a.out.decode_block_table.data) % 16 == 0;
   const int64_t count = int64_t{a.num_decode_rows} * quads;
   for (int64_t q0 = start; q0 < count; q0 += kInFlight * stride) {
     int32_t row[kInFlight], col[kInFlight];
@@ -283,7 +288,7 @@ __device__ inline void copy_decode_table(const StepArgs& a, const int32_t* qsl, 
 #pragma unroll
     for (int k = 0; k < kInFlight; ++k) {
       if (q0 + k * stride >= count) break;
-      int32_t* dst = a.out.decode_block_table + int64_t{row[k]} * a.out.decode_block_table_stride;
+      int32_t* dst = a.out.decode_block_table.data + int64_t{row[k]} * a.out.decode_block_table_stride;
       if (vector_rows && col[k] + 4 <= a.num_block_cols) {
         *reinterpret_cast<int4*>(dst + col[k]) = v[k];
         continue;
@@ -345,21 +350,21 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
       const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
       for (int64_t w = a.word_begin + start; w < a.word_end; w += stride) {
         const auto word = static_cast<int32_t>(w);
-        a.out.prefill_query_start_loc[word] = prefill_query_start_loc_at(a, groups, word);
+        a.out.prefill_query_start_loc.data[word] = prefill_query_start_loc_at(a, groups, word);
       }
       break;
     }
     case Part::contexts:
       for (int64_t r = start; r < a.num_reqs; r += stride) {
-        a.out.context_lens[r] = context_len_at(a, static_cast<int32_t>(r));
+        a.out.context_lens.data[r] = context_len_at(a, static_cast<int32_t>(r));
       }
       break;
     case Part::decode_rows: {
       const int32_t* qsl = decode_offsets(a, first);
       for (int64_t i = start; i < a.num_decode_rows; i += stride) {
         const int32_t len = decode_row_len_at(a, qsl, static_cast<int32_t>(i));
-        a.out.decode_row_lens[i] = len;
-        if (a.candidate_block_size > 0) a.out.decode_block_ends[i] = block_end(len, a.candidate_block_size);
+        a.out.decode_row_lens.data[i] = len;
+        if (a.candidate_block_size > 0) a.out.decode_block_ends.data[i] = block_end(len, a.candidate_block_size);
       }
       break;
     }
@@ -369,9 +374,9 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
     case Part::prefill_rows:
       for (int64_t t = a.num_decode_tokens + start; t < a.num_tokens; t += stride) {
         const int32_t end = prefill_row_end_at(a, static_cast<int32_t>(t));
-        a.out.prefill_row_ends[t - a.num_decode_tokens] = end;
+        a.out.prefill_row_ends.data[t - a.num_decode_tokens] = end;
         if (a.candidate_block_size > 0) {
-          a.out.prefill_block_ends[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+          a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
         }
       }
       break;
@@ -413,15 +418,33 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   check(rt::last_error(), "prepare_step_kernel launch");
 }
 
+// Blocks a launch spreads each buffer's per-index work over: four a CU of
+// the current GPU, asked once a thread and device.
+inline int32_t max_prepare_blocks() {
+  thread_local int cached_device = -1;
+  thread_local int32_t cached_blocks = 0;
+  int current = 0;
+  check(rt::get_device(&current), "get_device");
+  if (current != cached_device) {
+    cached_blocks = 4 * query_compute_units();
+    cached_device = current;
+  }
+  return cached_blocks;
+}
+
 // Enqueues the step's launch on `stream` (a step past kMaxLaunchGroups chunk
 // groups adds a packing-only launch per further 128). `inputs` are device
-// pointers: the exact seq_lens, query_start_loc and block table.
+// pointers: the exact seq_lens, query_start_loc and block table; `outputs`
+// the engine's buffers. check_step_buffers runs first: a StepError names
+// what is missing or too small, and nothing is launched.
 inline void enqueue(const Geometry& g, const StepPlan& plan, const StepInputs& inputs,
-                    const StepBuffers& buffers, Stream stream) {
+                    const StepOutputs& outputs, Stream stream) {
+  check_step_buffers(g, plan, inputs, outputs);
+  const int32_t max_blocks = max_prepare_blocks();
   const int32_t launches = num_step_launches(plan);
   for (int32_t k = 0; k < launches; ++k) {
-    const StepArgs args = make_step_args(g, plan, inputs, buffers.outputs(), k);
-    launch(args, launch_grid(args, buffers.max_blocks()), stream);
+    const StepArgs args = make_step_args(g, plan, inputs, outputs, k);
+    launch(args, launch_grid(args, max_blocks), stream);
   }
 }
 

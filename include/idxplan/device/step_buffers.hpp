@@ -2,9 +2,11 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The step buffers of DESIGN.md section 6, allocated once from a Geometry at
-// engine start. Their pointers never change, so the engine's graphs can
-// capture them.
+// A convenience for engines that let idxplan own the step buffers: each
+// allocated once, at engine start, at step_buffer_sizes' words, with the
+// runtime's own allocator. Engines that own their memory (a torch tensor, a
+// pool) make StepOutputs themselves instead. Pointers never change, so the
+// engine's graphs can capture them.
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +21,7 @@ class StepBuffers {
  public:
   explicit StepBuffers(const Geometry& g)
       : sizes_(step_buffer_sizes(g)),
-        stride_(g.max_blocks_per_seq),
+        stride_(g.max_blocks_per_seq()),
         context_lens_(words(sizes_.context_lens)),
         decode_row_lens_(words(sizes_.decode_rows)),
         decode_block_ends_(words(sizes_.decode_rows)),
@@ -27,23 +29,30 @@ class StepBuffers {
         prefill_row_ends_(words(sizes_.prefill_rows)),
         prefill_block_ends_(words(sizes_.prefill_rows)),
         prefill_query_start_loc_(words(sizes_.prefill_query_start_loc)),
-        decode_schedule_(words(sizes_.decode_schedule)),
-        max_blocks_(4 * query_compute_units()) {}
+        decode_schedule_(words(sizes_.decode_schedule)) {}
 
-  // The pointers the kernel writes through and the consumers read.
-  StepOutputs outputs() const {
-    return StepOutputs{context_lens_.data(),           decode_row_lens_.data(),
-                       decode_block_ends_.data(),      decode_block_table_.data(),
-                       prefill_row_ends_.data(),       prefill_block_ends_.data(),
-                       prefill_query_start_loc_.data(), decode_schedule_.data(), stride_};
+  // The buffers as a step's outputs, for enqueue() and the launch views.
+  StepOutputs outputs(bool always_write_decode_block_table = false) const {
+    StepOutputs out;
+    out.context_lens = buffer(context_lens_);
+    out.decode_row_lens = buffer(decode_row_lens_);
+    out.decode_block_ends = buffer(decode_block_ends_);
+    out.decode_block_table = buffer(decode_block_table_);
+    out.prefill_row_ends = buffer(prefill_row_ends_);
+    out.prefill_block_ends = buffer(prefill_block_ends_);
+    out.prefill_query_start_loc = buffer(prefill_query_start_loc_);
+    out.decode_schedule = buffer(decode_schedule_);
+    out.decode_block_table_stride = stride_;
+    out.always_write_decode_block_table = always_write_decode_block_table;
+    return out;
   }
   const StepBufferSizes& sizes() const { return sizes_; }
-  // Blocks a launch spreads its per-index work over: four a CU of the GPU
-  // the buffers live on (not the planned target's CU count).
-  int32_t max_blocks() const { return max_blocks_; }
 
  private:
   static std::size_t words(int64_t n) { return static_cast<std::size_t>(n); }
+  static OutputBuffer buffer(const DeviceArray<int32_t>& a) {
+    return OutputBuffer{a.data(), static_cast<int64_t>(a.size())};
+  }
 
   StepBufferSizes sizes_;
   int32_t stride_;
@@ -55,7 +64,6 @@ class StepBuffers {
   DeviceArray<int32_t> prefill_block_ends_;
   DeviceArray<int32_t> prefill_query_start_loc_;
   DeviceArray<int32_t> decode_schedule_;
-  int32_t max_blocks_;
 };
 
 }  // namespace idxplan::device

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: Copyright idxplan contributors
 # Installs the headers and a CMake package, so that find_package(idxplan CONFIG)
-# gives the same idxplan::idxplan as add_subdirectory and FetchContent do.
+# gives the same idxplan::idxplan as add_subdirectory and FetchContent do,
+# and idxplan::hip and idxplan::cuda as the components hip and cuda.
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY include/idxplan DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -14,4 +15,5 @@ configure_package_config_file(cmake/idxplan-config.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/idxplan-config-version.cmake
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${PROJECT_BINARY_DIR}/idxplan-config.cmake
-  ${PROJECT_BINARY_DIR}/idxplan-config-version.cmake DESTINATION ${idxplan_cmake_dir})
+  ${PROJECT_BINARY_DIR}/idxplan-config-version.cmake cmake/idxplan-device.cmake
+  DESTINATION ${idxplan_cmake_dir})

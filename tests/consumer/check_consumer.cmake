@@ -1,25 +1,49 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: Copyright idxplan contributors
-# cmake -DHOW=find_package|add_subdirectory -DSOURCE=<idxplan> -DWORK=<dir>
-#       -DGENERATOR=<g> -DMAKE_PROGRAM=<p> -DCXX_COMPILER=<c> -P check_consumer.cmake
-# Builds the consumer project against idxplan the way HOW says, then runs it.
-file(REMOVE_RECURSE ${WORK})
-set(common_args -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}
-                -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
-set(consumer_args ${common_args} -DIDXPLAN_HOW=${HOW})
-if(HOW STREQUAL "find_package")
-  execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/idxplan ${common_args}
-                    -DIDXPLAN_BUILD_TESTS=OFF -DIDXPLAN_BUILD_TOOLS=OFF
-                    -DIDXPLAN_BUILD_BENCHMARKS=OFF -DIDXPLAN_INSTALL=ON
-                    -DCMAKE_INSTALL_PREFIX=${WORK}/prefix
-                  COMMAND_ERROR_IS_FATAL ANY)
-  execute_process(COMMAND ${CMAKE_COMMAND} --install ${WORK}/idxplan COMMAND_ERROR_IS_FATAL ANY)
-  list(APPEND consumer_args -DCMAKE_PREFIX_PATH=${WORK}/prefix)
-else()
-  list(APPEND consumer_args -DIDXPLAN_SOURCE_DIR=${SOURCE})
+# cmake -DHOW=<how> -DSOURCE=<idxplan> -DWORK=<dir> -DGENERATOR=<g> -DMAKE_PROGRAM=<p>
+#       -DCXX_COMPILER=<c> [-DHIPCC=<hipcc>] [-DNVCC=<nvcc>] -P check_consumer.cmake
+# Builds the consumer project against idxplan the way HOW says, then runs
+# it. HOW: find_package, add_subdirectory, find_package_hip, find_package_cuda.
+# Exits 77 (CTest's skip) when the device toolchain HOW needs is not here.
+function(run)
+  execute_process(COMMAND ${ARGN} COMMAND_ERROR_IS_FATAL ANY)
+endfunction()
+
+set(cxx ${CXX_COMPILER})
+set(consumer_args)
+if(HOW STREQUAL "find_package_hip")
+  if(NOT HIPCC)
+    message("consumer_${HOW}: no hipcc on this machine, skipped")
+    cmake_language(EXIT 77)
+  endif()
+  set(cxx ${HIPCC})
+  list(APPEND consumer_args -DIDXPLAN_DEVICE=hip -DGPU_TARGETS=gfx90a)
+elseif(HOW STREQUAL "find_package_cuda")
+  if(NOT NVCC)
+    message("consumer_${HOW}: no nvcc on this machine, skipped")
+    cmake_language(EXIT 77)
+  endif()
+  list(APPEND consumer_args -DIDXPLAN_DEVICE=cuda -DCMAKE_CUDA_COMPILER=${NVCC}
+       -DCMAKE_CUDA_ARCHITECTURES=90)
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE}/tests/consumer/project -B ${WORK}/consumer
-                  ${consumer_args}
-                COMMAND_ERROR_IS_FATAL ANY)
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/consumer COMMAND_ERROR_IS_FATAL ANY)
-execute_process(COMMAND ${WORK}/consumer/consumer COMMAND_ERROR_IS_FATAL ANY)
+
+file(REMOVE_RECURSE ${WORK})
+set(common_args -G ${GENERATOR} -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM} -DCMAKE_CXX_COMPILER=${cxx})
+if(HOW STREQUAL "add_subdirectory")
+  list(APPEND consumer_args -DIDXPLAN_HOW=add_subdirectory -DIDXPLAN_SOURCE_DIR=${SOURCE})
+else()
+  # An install-only configure: none of the test, tool and benchmark
+  # dependencies may be looked for, so each is made unfindable.
+  run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/idxplan ${common_args}
+      -DIDXPLAN_BUILD_TESTS=OFF -DIDXPLAN_BUILD_TOOLS=OFF -DIDXPLAN_BUILD_BENCHMARKS=OFF
+      -DIDXPLAN_INSTALL=ON -DCMAKE_INSTALL_PREFIX=${WORK}/prefix
+      -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON
+      -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON -DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON
+      -DCMAKE_DISABLE_FIND_PACKAGE_Python3=ON)
+  run(${CMAKE_COMMAND} --install ${WORK}/idxplan)
+  list(APPEND consumer_args -DIDXPLAN_HOW=find_package -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+endif()
+run(${CMAKE_COMMAND} -S ${SOURCE}/tests/consumer/project -B ${WORK}/consumer ${common_args}
+    ${consumer_args})
+run(${CMAKE_COMMAND} --build ${WORK}/consumer)
+run(${WORK}/consumer/consumer)

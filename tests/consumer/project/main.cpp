@@ -4,7 +4,13 @@
 #include <cstdio>
 #include <vector>
 
+#include <fmt/format.h>
 #include <idxplan/idxplan.hpp>
+
+// idxplan::idxplan leaves the choice of fmt to its consumer.
+#ifdef FMT_HEADER_ONLY
+#error "idxplan forced FMT_HEADER_ONLY on a consumer of the fmt library"
+#endif
 
 int main() {
   const idxplan::IndexerConfig config = idxplan::deepseek_v41_config(256);
@@ -14,6 +20,6 @@ int main() {
   const idxplan::StepPlan plan = idxplan::plan_step(geometry, qsl, seq_lens);
   const bool ok = plan.num_decodes == 2 && plan.decode.native.next_n == 2 &&
                   plan.prefill.size() == 5 && plan.gather_launches.size() == 1;
-  std::printf("consumer: %s\n", ok ? "plan as expected" : "unexpected plan");
+  fmt::print("consumer: {}\n", ok ? "plan as expected" : "unexpected plan");
   return ok ? 0 : 1;
 }

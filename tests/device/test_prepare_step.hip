@@ -270,6 +270,8 @@ TEST_F(PrepareStep, EagerPrepareThenAReplayedConsumerGraphSeesEachStep) {
     device::check(device::rt::memcpy_to_device(in.seq_lens.data(), lens.data(), lens.size() * 4), "lens");
     device::enqueue(g, plan_, in.inputs(), out, stream_);  // eager, every step
     device::check(device::rt::graph_launch(exec, stream_), "graph_launch");
+    // The stream is non-blocking: a plain copy would not wait for it.
+    device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
     device::check(device::rt::memcpy_to_host(got.data(), sink.data(), got.size() * 4), "sink");
     test::fill_reference(g, plan_, qsl, lens, table, 8192, host);
     Words want(host.decode_row_lens.begin(), host.decode_row_lens.begin() + rows);

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+// libFuzzer harness for the planner: a config near the DeepSeek preset with
+// fields swapped for edge values, then a step (valid, or broken in one of the
+// ways an engine breaks it) planned and filled by the CPU reference into
+// buffers of exactly step_buffer_sizes, and every invariant of docs/design.md
+// checked. A violated invariant aborts with a message; the sanitizers catch
+// what the invariants do not.
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include "idxplan/idxplan.hpp"
+
+namespace {
+
+using namespace idxplan;
+
+constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+// Bigger configs are checked by make_geometry, then skipped: their buffers
+// would not fit the fuzzer's memory.
+constexpr int64_t kMaxWords = int64_t{1} << 24;
+
+#define FUZZ_CHECK(cond)                                                                \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
+      std::fprintf(stderr, "fuzz_plan: invariant failed at line %d: %s\n", __LINE__, #cond); \
+      std::abort();                                                                     \
+    }                                                                                   \
+  } while (0)
+
+// An int32 field: kept, an edge value, or anything.
+int32_t field(FuzzedDataProvider& in, int32_t keep) {
+  static constexpr int32_t kEdges[] = {0, 1, -1, 2, 3, 4, 7, 8, 16, 32, 64, 128, 256, 1000, 4096,
+                                       65536, 1 << 20, (1 << 29) + 1, kMax, kMin};
+  switch (in.ConsumeIntegralInRange<int>(0, 7)) {
+    case 0: return in.PickValueInArray(kEdges);
+    case 1: return in.ConsumeIntegral<int32_t>();
+    default: return keep;
+  }
+}
+
+IndexerConfig fuzz_config(FuzzedDataProvider& in) {
+  IndexerConfig c = deepseek_v41_config(in.ConsumeIntegralInRange<int32_t>(1, 64));
+  c.max_num_seqs = in.ConsumeIntegralInRange<int32_t>(1, 96);
+  c.max_num_batched_tokens = in.ConsumeIntegralInRange<int32_t>(1, 3000);
+  c.max_model_len = in.ConsumeIntegralInRange<int32_t>(1, 1 << 18);
+  c.max_logits_mb = in.ConsumeIntegralInRange<int64_t>(1, 8);
+  c.candidate_topk_blocks = 1 << in.ConsumeIntegralInRange<int>(0, 8);
+  c.sparse_logits = in.ConsumeBool();
+  c.adaptive_verification = in.ConsumeBool();
+  c.num_speculative_tokens = in.ConsumeIntegralInRange<int32_t>(0, 4);
+  c.num_heads = field(in, c.num_heads);
+  c.head_dim = field(in, c.head_dim);
+  c.block_size = field(in, c.block_size);
+  c.compress_ratio = field(in, c.compress_ratio);
+  c.num_speculative_tokens = field(in, c.num_speculative_tokens);
+  c.max_model_len = field(in, c.max_model_len);
+  c.candidate_block_size = field(in, c.candidate_block_size);
+  c.candidate_topk_blocks = field(in, c.candidate_topk_blocks);
+  c.max_logits_mb = field(in, static_cast<int32_t>(c.max_logits_mb));
+  c.num_compute_units = field(in, c.num_compute_units);
+  c.dcp_world_size = field(in, c.dcp_world_size);
+  c.max_num_seqs = field(in, c.max_num_seqs);
+  c.max_num_batched_tokens = field(in, c.max_num_batched_tokens);
+  c.max_blocks_per_seq = field(in, c.max_blocks_per_seq);
+  return c;
+}
+
+struct Step {
+  std::vector<int32_t> qsl, upper, exact, table;
+  int32_t stride = 0;
+  int64_t num_tokens = kUnpaddedTokens;
+};
+
+// A step for `g`: query lengths that make decodes, prefills and requests with
+// no rows; bounds near the query lengths or at max_model_len; exact lengths
+// the bounds or, now and then, what a broken engine hands over.
+Step fuzz_step(FuzzedDataProvider& in, const Geometry& g) {
+  const IndexerConfig& c = g.config();
+  Step s;
+  const int32_t reqs = in.ConsumeIntegralInRange<int32_t>(0, std::min(c.max_num_seqs, 160));
+  s.qsl.push_back(0);
+  int64_t tokens = 0;
+  for (int32_t r = 0; r < reqs; ++r) {
+    int64_t q = 0;
+    switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+      case 0: q = 0; break;
+      case 1: q = in.ConsumeIntegralInRange<int64_t>(1, g.decode_threshold()); break;
+      case 2: q = in.ConsumeIntegralInRange<int64_t>(0, 700); break;
+      default: q = in.ConsumeIntegral<int32_t>(); break;  // often invalid
+    }
+    tokens += q;
+    s.qsl.push_back(static_cast<int32_t>(std::clamp<int64_t>(tokens, kMin, kMax)));
+    const int64_t lo = std::max<int64_t>(q, 0);
+    int64_t ub = in.ConsumeBool() ? c.max_model_len : lo + in.ConsumeIntegralInRange<int64_t>(0, 5000);
+    if (in.ConsumeIntegralInRange<int>(0, 15) == 0) ub = in.ConsumeIntegral<int32_t>();
+    ub = std::clamp<int64_t>(ub, kMin, kMax);
+    s.upper.push_back(static_cast<int32_t>(ub));
+    static constexpr int32_t kWild[] = {kMin, -1, 0, 1, kMax};
+    int32_t exact = static_cast<int32_t>(ub);
+    if (in.ConsumeIntegralInRange<int>(0, 7) == 0) exact = in.PickValueInArray(kWild);
+    s.exact.push_back(exact);
+  }
+  if (in.ConsumeBool()) s.num_tokens = s.qsl.back() + in.ConsumeIntegralInRange<int64_t>(-2, 40);
+  s.stride = std::max(0, g.max_blocks_per_seq() + in.ConsumeIntegralInRange<int32_t>(-3, 3));
+  if (int64_t{reqs} * s.stride > kMaxWords) s.stride = 0;
+  s.table.assign(static_cast<std::size_t>(reqs) * static_cast<std::size_t>(s.stride), 0);
+  for (std::size_t i = 0; i < s.table.size(); ++i) s.table[i] = static_cast<int32_t>(i);
+  return s;
+}
+
+// [p, p + count) lies inside buffer b, or p is null and count nothing.
+bool inside(const int32_t* p, int64_t count, const std::vector<int32_t>& b) {
+  if (count <= 0) return true;
+  if (p == nullptr) return false;
+  const auto first = reinterpret_cast<std::uintptr_t>(b.data());
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  return at >= first && at + sizeof(int32_t) * static_cast<std::uintptr_t>(count) <=
+                            first + sizeof(int32_t) * b.size();
+}
+
+void check_plan(const Geometry& g, const Step& s, const StepPlan& p) {
+  const IndexerConfig& c = g.config();
+  // Every prefill row in exactly one split; chunks trimmed to their rows.
+  std::vector<int> covered(static_cast<std::size_t>(p.num_prefill_tokens), 0);
+  for (const ChunkSplit& sp : p.splits) {
+    const int32_t base = s.qsl[static_cast<std::size_t>(sp.request_begin)];
+    FUZZ_CHECK(sp.query_begin < sp.query_end);
+    for (int32_t t = base + sp.query_begin; t < base + sp.query_end; ++t) {
+      FUZZ_CHECK(t >= p.num_decode_tokens && t < s.qsl.back());
+      ++covered[static_cast<std::size_t>(t - p.num_decode_tokens)];
+    }
+  }
+  for (int32_t t = 0; t < s.qsl.back() - p.num_decode_tokens; ++t) {
+    FUZZ_CHECK(covered[static_cast<std::size_t>(t)] == 1);
+  }
+  int64_t words = 0;
+  for (const PrefillPlan& chunk : p.prefill) {
+    FUZZ_CHECK(chunk.num_pieces > 0);
+    FUZZ_CHECK(p.pieces_of(chunk)[0].request == 0);
+    FUZZ_CHECK(p.pieces_of(chunk)[chunk.num_pieces - 1].request == chunk.num_reqs - 1);
+    const int64_t rows = chunk.token_end - chunk.token_start;
+    FUZZ_CHECK(rows == 1 || 4 * rows * std::max(chunk.width, 1) <= g.max_logits_bytes());
+    words += chunk.num_reqs + 1;
+  }
+  FUZZ_CHECK(words == p.num_prefill_query_start_loc_words);
+  FUZZ_CHECK(words <= 2 * int64_t{p.num_prefill_tokens} + p.num_reqs);
+  for (const GatherLaunch& l : p.gather_launches) {
+    FUZZ_CHECK(l.token_end > l.token_start && l.token_end - l.token_start <= g.gather_rows());
+  }
+  FUZZ_CHECK(p.decode.num_rows <= g.max_decode_rows());
+  FUZZ_CHECK(p.num_tokens <= c.max_num_batched_tokens);
+}
+
+void check_buffers(const Geometry& g, const StepPlan& p, const std::vector<int32_t>& context_lens,
+                   const std::vector<int32_t>& row_lens, const std::vector<int32_t>& row_ends,
+                   const std::vector<int32_t>& schedule) {
+  const int32_t ratio = g.config().compress_ratio;
+  for (int32_t r = 0; r < p.num_reqs; ++r) {
+    const int32_t v = context_lens[static_cast<std::size_t>(r)];
+    FUZZ_CHECK(v >= 0 && v <= p.max_seq_len / ratio);
+  }
+  for (int32_t i = 0; i < p.decode.num_rows; ++i) {
+    const int32_t v = row_lens[static_cast<std::size_t>(i)];
+    FUZZ_CHECK(v >= 0 && v <= p.decode.max_seq_len / ratio);
+  }
+  for (int32_t t = 0; t < p.num_prefill_tokens; ++t) {
+    const int32_t v = row_ends[static_cast<std::size_t>(t)];
+    FUZZ_CHECK(v >= 0 && v <= p.max_seq_len / ratio);
+  }
+  // Each live unit's slices numbered 0..n-1 in consecutive slots, the rest empty.
+  const ScheduleShape& sh = p.decode.schedule;
+  int32_t slot = 0;
+  while (slot < sh.num_ctas && schedule[static_cast<std::size_t>(4 * slot + 3)] > 0) {
+    const int32_t* d = schedule.data() + 4 * slot;
+    FUZZ_CHECK(d[0] >= 0 && d[0] < sh.num_seqs && d[1] >= 0 && d[1] < sh.row_blocks && d[2] == 0);
+    FUZZ_CHECK(slot + d[3] <= sh.num_ctas);
+    for (int32_t k = 0; k < d[3]; ++k) FUZZ_CHECK(d[4 * k + 2] == k && d[4 * k + 3] == d[3]);
+    slot += d[3];
+  }
+  for (; slot < sh.num_ctas; ++slot) {
+    for (int k = 0; k < 4; ++k) FUZZ_CHECK(schedule[static_cast<std::size_t>(4 * slot + k)] == 0);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  FuzzedDataProvider in(data, size);
+  const IndexerConfig config = fuzz_config(in);
+  try {
+    const Geometry g = make_geometry(config);
+    const StepBufferSizes sizes = step_buffer_sizes(g);
+    if (sizes.decode_block_table + sizes.prefill_query_start_loc + 2 * sizes.prefill_rows > kMaxWords) {
+      return 0;
+    }
+    const Step s = fuzz_step(in, g);
+    StepPlan plan;
+    try {
+      plan_step(g, s.qsl, s.upper, s.num_tokens, plan);
+    } catch (const StepError&) {
+      return 0;  // a malformed step, refused with a message
+    }
+    check_plan(g, s, plan);
+
+    // Buffers of exactly the sizes the geometry promises.
+    auto make = [](int64_t words) { return std::vector<int32_t>(static_cast<std::size_t>(words), -7); };
+    std::vector<int32_t> context_lens = make(sizes.context_lens), row_lens = make(sizes.decode_rows),
+                         decode_block_ends = make(sizes.decode_rows),
+                         table = make(sizes.decode_block_table), row_ends = make(sizes.prefill_rows),
+                         prefill_block_ends = make(sizes.prefill_rows),
+                         packed = make(sizes.prefill_query_start_loc),
+                         schedule = make(sizes.decode_schedule);
+    auto buffer = [](std::vector<int32_t>& v) {
+      return OutputBuffer{v.data(), static_cast<int64_t>(v.size())};
+    };
+    StepOutputs out;
+    out.context_lens = buffer(context_lens);
+    out.decode_row_lens = buffer(row_lens);
+    out.decode_block_ends = buffer(decode_block_ends);
+    out.decode_block_table = buffer(table);
+    out.prefill_row_ends = buffer(row_ends);
+    out.prefill_block_ends = buffer(prefill_block_ends);
+    out.prefill_query_start_loc = buffer(packed);
+    out.decode_schedule = buffer(schedule);
+    out.decode_block_table_stride = g.max_blocks_per_seq();
+    out.always_write_decode_block_table = in.ConsumeBool();
+    const StepInputs inputs{s.exact.data(), s.qsl.data(), s.table.data(), s.stride};
+    try {
+      fill_step_buffers(g, plan, inputs, out);
+    } catch (const StepError&) {
+      FUZZ_CHECK(s.stride < block_table_cols_read(g, plan));  // the only input left to refuse
+      return 0;
+    }
+    check_buffers(g, plan, context_lens, row_lens, row_ends, schedule);
+
+    // Every launch view lies inside the buffers it points into.
+    const DecodeLaunch d = decode_launch(g, plan, inputs, out);
+    const int64_t rows = int64_t{d.num_seqs} * d.next_n;
+    FUZZ_CHECK(inside(d.row_ends, rows, row_lens));
+    FUZZ_CHECK(d.schedule == nullptr || inside(d.schedule, 4 * int64_t{d.num_ctas}, schedule));
+    for (std::size_t i = 0; i < plan.prefill.size(); ++i) {
+      const PrefillLaunch l = prefill_launch(g, plan, i, inputs, out);
+      FUZZ_CHECK(inside(l.row_ends, l.token_end - l.token_start, row_ends));
+      FUZZ_CHECK(inside(l.context_lens, l.num_reqs, context_lens));
+      FUZZ_CHECK(inside(l.query_start_loc, l.num_reqs + 1, packed));
+      FUZZ_CHECK(inside(l.block_table, int64_t{l.num_reqs - 1} * s.stride + l.max_blocks, s.table));
+    }
+    for (std::size_t i = 0; i < plan.gather_launches.size(); ++i) {
+      const CandidateLaunch l = candidate_launch(g, plan, i, inputs, out);
+      FUZZ_CHECK(inside(l.row_ends, l.token_end - l.token_start, row_ends));
+      FUZZ_CHECK(inside(l.context_len, 1, context_lens));
+    }
+  } catch (const ConfigError&) {
+    return 0;  // refused at engine start, with a message
+  }
+  return 0;
+}

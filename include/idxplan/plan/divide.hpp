@@ -50,7 +50,7 @@ class Divisor {
  public:
   constexpr Divisor() = default;
   explicit Divisor(int32_t d) : d_(d) {
-    if (d < 1) throw Error("idxplan::Divisor needs a divisor >= 1, got " + std::to_string(d));
+    if (d < 1) throw StepError("idxplan::Divisor needs a divisor >= 1, got " + std::to_string(d));
     int32_t l = 0;
     while ((int64_t{1} << l) < d) ++l;
     shift_ = 31 + l;

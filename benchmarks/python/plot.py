@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: Copyright idxplan contributors
+"""Plots bench_step.py's JSON: host and GPU microseconds per step, idxplan beside the
+torch baseline, one group of bars a step size.
+
+    python3 benchmarks/python/plot.py bench.json docs/python_bench.png"""
+
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main(source, target):
+    with open(source) as f:
+        rows = json.load(f)
+    steps = [r["step"] for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    width = 0.38
+    x = range(len(steps))
+    for ax, kind, title in ((axes[0], "host", "host time a step (Python)"),
+                            (axes[1], "gpu", "GPU time a step")):
+        ours = [r[f"ours_{kind}_us"] for r in rows]
+        torch = [r[f"torch_{kind}_us"] for r in rows]
+        ax.bar([i - width / 2 for i in x], torch, width, label="torch ops (a Python builder)", color="#c44e52")
+        ax.bar([i + width / 2 for i in x], ours, width, label="idxplan: Planner.plan + enqueue", color="#4c72b0")
+        for i, (t, o) in enumerate(zip(torch, ours)):
+            ax.annotate(f"{o:.1f}", (i + width / 2, o), ha="center", va="bottom", fontsize=7)
+            ax.annotate(f"{t:.0f}", (i - width / 2, t), ha="center", va="bottom", fontsize=7)
+        ax.set_yscale("log")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(steps, rotation=20)
+        ax.set_ylabel("microseconds (median)")
+        ax.set_title(title)
+    axes[0].legend(loc="upper left", fontsize=8)
+    fig.suptitle("One indexer step's metadata from Python on an H200 (DeepSeek-V4.1 indexer, MTP next_n 2)")
+    fig.tight_layout()
+    fig.savefig(target, dpi=110)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: Copyright idxplan contributors
+"""Seeded random steps for the Python tests: decodes native, one-row, ragged and
+padded; prefills cut into chunks, with and without gathers; requests with no rows."""
+
+import random
+
+# Small geometries, so prefills cut and schedules exist on small steps.
+CONFIGS = [
+    dict(num_speculative_tokens=1, max_model_len=65536, candidate_block_size=8,
+         candidate_topk_blocks=64, sparse_logits=True, max_logits_mb=1, num_compute_units=4,
+         max_num_seqs=64, max_num_batched_tokens=4096),
+    dict(num_speculative_tokens=3, num_heads=32, max_model_len=65536, candidate_block_size=8,
+         candidate_topk_blocks=64, sparse_logits=True, max_logits_mb=1, num_compute_units=2,
+         max_num_seqs=64, max_num_batched_tokens=4096),
+    dict(num_speculative_tokens=3, adaptive_verification=True, max_model_len=65536,
+         max_logits_mb=1, num_compute_units=2, max_num_seqs=64, max_num_batched_tokens=4096),
+]
+
+
+def random_step(config, rng):
+    """A valid step for ``config``: query_start_loc, exact and upper-bound lengths,
+    num_tokens (padded or None) and a block table of stride >= its pages."""
+    threshold = config.get("num_speculative_tokens", 0) + 1
+    next_n = 1 if config.get("adaptive_verification") else threshold
+    max_len = config["max_model_len"]
+    budget = config["max_num_batched_tokens"] - 64
+    kind = rng.randrange(6)  # 0-1 decodes, 2-4 mixed, 5 prefills
+    num_reqs = rng.randrange(0, 24)
+    num_decodes = num_reqs if kind <= 1 else (0 if kind == 5 else rng.randrange(num_reqs + 1))
+    uniform = rng.random() < 0.5
+    padding = rng.randrange(num_decodes + 1) if kind <= 1 and rng.random() < 0.3 else 0
+    qsl, upper, exact = [0], [], []
+    for r in range(num_reqs):
+        if r < num_decodes - padding:
+            q = next_n if uniform else rng.randrange(threshold + 1)
+        elif r < num_decodes:
+            q = 0
+        elif r == num_decodes:
+            q = rng.randrange(threshold + 1, threshold + 600)
+        else:
+            q = 0 if rng.random() < 0.25 else rng.randrange(1, 300)
+        q = max(0, min(q, budget - qsl[-1]))
+        if r == num_decodes and q <= threshold:
+            break
+        qsl.append(qsl[-1] + q)
+        ub = max_len if rng.random() < 0.25 else min(max_len, q + rng.randrange(5000))
+        upper.append(ub)
+        exact.append(ub if rng.random() < 0.75 else rng.randrange(q, ub + 1))
+    num_tokens = None
+    if rng.random() < 0.25:
+        all_decode = len(upper) <= num_decodes
+        room = (config["max_num_seqs"] * threshold if all_decode else config["max_num_batched_tokens"])
+        num_tokens = min(room, config["max_num_batched_tokens"], qsl[-1] + rng.randrange(17))
+        num_tokens = max(num_tokens, qsl[-1])
+    block_size = config.get("block_size", 128)
+    stride = -(-max_len // block_size) + rng.randrange(3)
+    table = [[(r * 7919 + c * 104729) % 1000003 for c in range(stride)] for r in range(len(upper))]
+    return dict(query_start_loc=qsl, seq_lens=exact, seq_lens_upper_bound=upper,
+                num_tokens=num_tokens, block_table=table, stride=stride)
+
+
+def step_json(step):
+    """The step as the idxplan command's "step" object."""
+    out = {k: step[k] for k in ("query_start_loc", "seq_lens", "seq_lens_upper_bound")}
+    if step["num_tokens"] is not None:
+        out["num_tokens"] = step["num_tokens"]
+    return out
+
+
+def rng_for(seed):
+    return random.Random(seed)

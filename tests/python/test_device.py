@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: Copyright idxplan contributors
+"""enqueue from torch tensors on a GPU: the buffers it writes equal fill_step_buffers
+word for word on random steps, the launch views are slices of the caller's tensors
+holding the CPU reference's values, and device arrays are checked. Skipped without a
+GPU, torch, or a build with a device part."""
+
+import os
+
+import numpy as np
+import pytest
+
+import idxplan
+from steps import CONFIGS, random_step, rng_for
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not (idxplan.has_device and torch.cuda.is_available()),
+                                reason="no GPU, or idxplan built without a device part")
+
+STEPS = int(os.environ.get("IDXPLAN_PY_GPU_STEPS", "600"))
+POISON = -0x5A5A5A5B  # a word nobody writes
+
+
+def stream():
+    return torch.cuda.current_stream().cuda_stream
+
+
+def inputs_for(step, device):
+    table = torch.tensor(step["block_table"], dtype=torch.int32).reshape(len(step["seq_lens"]), step["stride"])
+    return idxplan.StepInputs(seq_lens=torch.tensor(step["seq_lens"], dtype=torch.int32, device=device),
+                              query_start_loc=torch.tensor(step["query_start_loc"], dtype=torch.int32,
+                                                           device=device),
+                              block_table=table.to(device))
+
+
+def host_inputs_for(step):
+    table = np.array(step["block_table"], dtype=np.int32).reshape(len(step["seq_lens"]), step["stride"])
+    return idxplan.StepInputs(seq_lens=np.array(step["seq_lens"], dtype=np.int32),
+                              query_start_loc=np.array(step["query_start_loc"], dtype=np.int32),
+                              block_table=table)
+
+
+def cuda_outputs(g, always):
+    return idxplan.step_outputs(g, lambda shape: torch.full(shape, POISON, dtype=torch.int32, device="cuda"),
+                                always)
+
+
+def host_outputs(g, always):
+    return idxplan.step_outputs(g, lambda shape: np.full(shape, POISON, dtype=np.int32), always)
+
+
+def as_numpy(value):
+    return value.cpu().numpy() if isinstance(value, torch.Tensor) else value
+
+
+def test_enqueue_matches_fill_step_buffers_on_random_steps():
+    geometries = [idxplan.make_geometry(**c) for c in CONFIGS]
+    planners = [idxplan.Planner(g) for g in geometries]
+    rng = rng_for(11)
+    kinds = {"native": 0, "one_row": 0, "ragged": 0, "padded": 0, "always": 0, "chunked": 0, "gathers": 0}
+    for i in range(STEPS):
+        k = i % len(CONFIGS)
+        g = geometries[k]
+        step = random_step(CONFIGS[k], rng)
+        plan = planners[k].plan(step["query_start_loc"], step["seq_lens_upper_bound"], step["num_tokens"])
+        always = i % 3 == 0
+        device = cuda_outputs(g, always)  # poisoned, both sides
+        host = host_outputs(g, always)
+        idxplan.enqueue(g, plan, inputs_for(step, "cuda"), device, stream())
+        idxplan.fill_step_buffers(g, plan, host_inputs_for(step), host)
+        torch.cuda.synchronize()
+        for name in device.names:
+            got, want = device[name].cpu().numpy(), host[name]
+            assert np.array_equal(got, want), (i, name, np.flatnonzero(got.ravel() != want.ravel())[:8])
+        d = plan.decode
+        kinds["native"] += d.native is not None
+        kinds["one_row"] += d.rows_are_requests
+        kinds["ragged"] += d.ragged
+        kinds["padded"] += d.num_rows > d.num_real_rows
+        kinds["always"] += always and d.num_rows > 0
+        kinds["chunked"] += len(plan.prefill) > 1
+        kinds["gathers"] += len(plan.gather_launches) > 0
+    print(f"{STEPS} random steps from torch tensors equal to fill_step_buffers: {kinds}")
+    assert all(count > 10 for count in kinds.values()), kinds
+
+
+def test_launch_views_are_slices_of_the_callers_tensors():
+    g = idxplan.make_geometry(**CONFIGS[0])
+    planner = idxplan.Planner(g)
+    rng = rng_for(12)
+    checked = 0
+    for _ in range(100):
+        step = random_step(CONFIGS[0], rng)
+        plan = planner.plan(step["query_start_loc"], step["seq_lens_upper_bound"], step["num_tokens"])
+        inputs, device = inputs_for(step, "cuda"), cuda_outputs(g, False)
+        host_in, host = host_inputs_for(step), host_outputs(g, False)
+        idxplan.enqueue(g, plan, inputs, device, stream())
+        idxplan.fill_step_buffers(g, plan, host_in, host)
+        torch.cuda.synchronize()
+        views = [(idxplan.decode_launch(g, plan, inputs, device), idxplan.decode_launch(g, plan, host_in, host))]
+        views += [(idxplan.prefill_launch(g, plan, c, inputs, device),
+                   idxplan.prefill_launch(g, plan, c, host_in, host)) for c in range(len(plan.prefill))]
+        views += [(idxplan.candidate_launch(g, plan, c, inputs, device),
+                   idxplan.candidate_launch(g, plan, c, host_in, host))
+                  for c in range(len(plan.gather_launches))]
+        for on_device, reference in views:
+            if on_device is None:
+                assert reference is None
+                continue
+            for field, value in vars(on_device).items():
+                want = getattr(reference, field)
+                if isinstance(value, torch.Tensor):
+                    assert value.is_cuda
+                    assert np.array_equal(as_numpy(value), want), field
+                    checked += 1
+                else:
+                    assert value == want, field
+    assert checked > 500
+
+
+def test_a_dlpack_only_array_is_read_like_a_tensor():
+    class DlpackOnly:  # hides __cuda_array_interface__: the DLPack path
+        def __init__(self, tensor):
+            self.tensor = tensor
+
+        def __dlpack__(self, stream=None):
+            return self.tensor.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return self.tensor.__dlpack_device__()
+
+        def __getitem__(self, index):
+            return self.tensor[index]
+
+    g = idxplan.make_geometry(**CONFIGS[0])
+    step = random_step(CONFIGS[0], rng_for(13))
+    plan = idxplan.Planner(g).plan(step["query_start_loc"], step["seq_lens_upper_bound"], step["num_tokens"])
+    plain = inputs_for(step, "cuda")
+    wrapped = idxplan.StepInputs(seq_lens=DlpackOnly(plain.seq_lens), query_start_loc=DlpackOnly(plain.query_start_loc),
+                                 block_table=DlpackOnly(plain.block_table))
+    assert wrapped.on_device
+    a, b = cuda_outputs(g, True), cuda_outputs(g, True)
+    idxplan.enqueue(g, plan, plain, a, stream())
+    idxplan.enqueue(g, plan, wrapped, b, stream())
+    torch.cuda.synchronize()
+    for name in a.names:
+        assert torch.equal(a[name], b[name]), name
+
+
+def test_device_arrays_are_checked_naming_the_argument():
+    g = idxplan.make_geometry(**CONFIGS[0])
+    step = random_step(CONFIGS[0], rng_for(14))
+    plan = idxplan.Planner(g).plan([0, 2, 4], [100, 200])
+    good = inputs_for(dict(step, seq_lens=[100, 200], query_start_loc=[0, 2, 4],
+                           block_table=[[1] * step["stride"]] * 2), "cuda")
+    lens, qsl, table = good.seq_lens, good.query_start_loc, good.block_table
+    with pytest.raises(ValueError, match="seq_lens must hold int32"):
+        idxplan.StepInputs(seq_lens=lens.float(), query_start_loc=qsl, block_table=table)
+    with pytest.raises(ValueError, match="query_start_loc must be contiguous"):
+        idxplan.StepInputs(seq_lens=lens, query_start_loc=torch.zeros(6, dtype=torch.int32, device="cuda")[::2],
+                           block_table=table)
+    with pytest.raises(ValueError, match="block_table must have contiguous rows"):
+        idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl, block_table=table.t())
+    with pytest.raises(ValueError, match="seq_lens is in device memory but query_start_loc or block_table in host"):
+        idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl.cpu(), block_table=table)
+    with pytest.raises(ValueError, match="enqueue needs device arrays"):
+        idxplan.enqueue(g, plan, good, host_outputs(g, False), stream())
+    small = {name: torch.zeros(2, dtype=torch.int32, device="cuda") for name in idxplan.step_buffer_sizes(g)}
+    small["decode_block_table"] = torch.zeros((2, 4), dtype=torch.int32, device="cuda")
+    with pytest.raises(idxplan.StepError, match="decode_row_lens holds 2 words, and the step writes 4"):
+        idxplan.enqueue(g, plan, good, idxplan.StepOutputs(**small), stream())

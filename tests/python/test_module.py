@@ -1,0 +1,250 @@
+# SPDX-License-Identifier: Apache-2.0
+# SPDX-FileCopyrightText: Copyright idxplan contributors
+"""The Python module on the CPU: plan_json against the idxplan command, Planner.plan
+against plan_json, the CPU reference and the launch views against the command's
+per-launch values, the input types, the stubs and every error path."""
+
+import ast
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+import idxplan
+from steps import CONFIGS, random_step, rng_for, step_json
+
+CLI = os.environ.get("IDXPLAN_CLI")
+STEPS = 300
+
+
+def cli_plan(config, step):
+    """`idxplan plan - --json` on the step, as a user runs it."""
+    done = subprocess.run([CLI, "plan", "-", "--json"], input=json.dumps({"config": config, "step": step}),
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def host_inputs(step):
+    table = np.array(step["block_table"], dtype=np.int32).reshape(len(step["seq_lens"]), step["stride"])
+    return idxplan.StepInputs(seq_lens=np.array(step["seq_lens"], dtype=np.int32),
+                              query_start_loc=np.array(step["query_start_loc"], dtype=np.int32),
+                              block_table=table)
+
+
+def random_steps(seed, count):
+    rng = rng_for(seed)
+    for i in range(count):
+        config = CONFIGS[i % len(CONFIGS)]
+        yield config, random_step(config, rng)
+
+
+@pytest.mark.skipif(CLI is None, reason="IDXPLAN_CLI (the idxplan command) is not set")
+def test_plan_json_is_the_commands_output_on_random_steps():
+    for config, step in random_steps(1, STEPS // 3):
+        assert idxplan.plan_json(config, step_json(step)) == cli_plan(config, step_json(step))
+
+
+def test_planner_and_the_cpu_reference_match_plan_json_on_random_steps():
+    planners = [idxplan.Planner(idxplan.make_geometry(**c)) for c in CONFIGS]
+    seen = {"native": 0, "ragged": 0, "chunks": 0, "candidates": 0}
+    for i, (config, step) in enumerate(random_steps(2, STEPS)):
+        planner = planners[i % len(CONFIGS)]
+        g = planner.geometry
+        want = idxplan.plan_json(config, step_json(step))
+        plan = planner.plan(np.array(step["query_start_loc"]), step["seq_lens_upper_bound"],
+                            step["num_tokens"])
+        for key in ("num_decodes", "num_decode_tokens", "num_prefills", "num_prefill_tokens",
+                    "max_seq_len"):
+            assert getattr(plan, key) == want[key], key
+        inputs = host_inputs(step)
+        outputs = idxplan.host_step_outputs(g, always_write_decode_block_table=i % 2 == 0)
+        idxplan.fill_step_buffers(g, plan, inputs, outputs)
+        assert outputs["context_lens"][:plan.num_reqs].tolist() == want["context_lens"]
+
+        decode = idxplan.decode_launch(g, plan, inputs, outputs)
+        if want["decode"] is None or not want["decode"]["row_lens"]:
+            assert decode is None  # no decode rows: no decode launch
+        else:
+            rows = decode.num_seqs * decode.next_n
+            assert decode.row_ends.tolist() == want["decode"]["row_lens"]
+            assert (decode.block_ends.tolist() if decode.block_ends is not None else None) == \
+                want["decode"]["block_ends"]
+            native = want["decode"]["native"]
+            assert (plan.decode.native is not None) == (native is not None)
+            if native is not None:
+                assert (decode.next_n, decode.num_seqs) == (native["next_n"], native["num_seqs"])
+                seen["native"] += 1
+            assert decode.in_place == (want["decode"]["block_table"] == "engine")
+            seen["ragged"] += not decode.in_place
+            assert decode.block_table.shape[0] == decode.num_seqs
+            assert rows == plan.decode.num_rows
+
+        assert len(plan.prefill) == len(want["prefill"])
+        for k, chunk in enumerate(want["prefill"]):
+            launch = idxplan.prefill_launch(g, plan, k, inputs, outputs)
+            assert (launch.token_start, launch.token_end, launch.first_request, launch.num_reqs,
+                    launch.width, launch.use_gather) == \
+                (chunk["token_start"], chunk["token_end"], chunk["first_request"], chunk["num_reqs"],
+                 chunk["width"], chunk["use_gather"])
+            assert launch.query_start_loc.tolist() == chunk["query_start_loc"]
+            assert launch.context_lens.tolist() == chunk["context_lens"]
+            assert launch.row_ends.tolist() == chunk["row_ends"]
+            # The engine's own rows of the block table, from the chunk's first request on.
+            assert np.shares_memory(launch.block_table, inputs.block_table)
+            assert launch.block_table.shape[0] == launch.num_reqs
+            assert plan.prefill[k]["token_start"] == chunk["token_start"]
+            seen["chunks"] += 1
+        assert len(plan.gather_launches) == len(want["gather_launches"])
+        for k, gathered in enumerate(want["gather_launches"]):
+            launch = idxplan.candidate_launch(g, plan, k, inputs, outputs)
+            assert (launch.token_start, launch.token_end, launch.request) == \
+                (gathered["token_start"], gathered["token_end"], gathered["request"])
+            assert launch.context_len.tolist() == [gathered["context_len"]]
+            assert launch.row_ends.tolist() == gathered["row_ends"]
+            seen["candidates"] += 1
+    assert all(count > 10 for count in seen.values()), seen
+
+
+def test_plan_takes_any_1d_integer_array():
+    g = idxplan.make_geometry(**idxplan.deepseek_v41_config(256))
+    planner = idxplan.Planner(g)
+    qsl, lens = [0, 2, 4, 8196], [9000, 120000, 300000]
+    want = planner.plan(qsl, lens).copy()
+    for cast in (np.int32, np.int64, np.int16, np.uint32):
+        assert planner.plan(np.array(qsl).astype(cast), np.array(lens).astype(np.int64)) == want
+    # A strided view is read as it is.
+    strided = np.array([0, 99, 2, 99, 4, 99, 8196], dtype=np.int32)[::2]
+    assert planner.plan(strided, np.array(lens, dtype=np.int32)) == want
+    assert planner.plan(memoryview(np.array(qsl, dtype=np.int32)), lens) == want
+    assert planner.plan([0], []).num_reqs == 0
+
+
+def test_a_planners_plan_is_reused_and_copy_keeps_one():
+    g = idxplan.make_geometry(**idxplan.deepseek_v41_config(256))
+    planner = idxplan.Planner(g)
+    first = planner.plan([0, 8192], [1048576])
+    kept = first.copy()
+    again = planner.plan([0, 2, 4, 8196], [9000, 120000, 300000])
+    assert again.num_decodes == 2 and first.num_decodes == 2  # the same plan, overwritten
+    assert kept.num_decodes == 0 and len(kept.prefill) == 16
+    assert not kept.prefill.flags.writeable
+    assert kept.prefill["width"].tolist() == [262144] * 16
+    assert kept.gather_launches.tolist() == [(0, 8192, 0)]
+    assert kept.geometry == g.fingerprint
+
+
+def test_geometry_and_sizes():
+    config = idxplan.deepseek_v41_config(256)
+    g = idxplan.make_geometry(**config)
+    assert g.config == config
+    assert (g.page_entries, g.native_next_n, g.max_blocks_per_seq, g.cache.block_kv) == (32, 2, 8192, 32)
+    sizes = idxplan.step_buffer_sizes(g)
+    assert sizes["decode_block_table"] == (2048, 8192)
+    assert sizes["prefill_query_start_loc"] == 1024 + 2 * 65536
+    with pytest.raises(TypeError):
+        idxplan.Geometry()
+
+
+def test_config_errors_are_value_errors_with_the_library_messages():
+    with pytest.raises(idxplan.ConfigError, match="num_heads must be positive, got 0"):
+        idxplan.make_geometry(num_heads=0, num_compute_units=4)
+    with pytest.raises(ValueError, match='unknown key "num_heds"'):
+        idxplan.make_geometry(num_heds=64, num_compute_units=4)
+    with pytest.raises(idxplan.ConfigError, match="config.head_dim must be an integer"):
+        idxplan.make_geometry(head_dim=1.5, num_compute_units=4)
+    with pytest.raises(idxplan.ConfigError, match="num_compute_units=536870913"):
+        idxplan.make_geometry(num_compute_units=536870913)
+    with pytest.raises(idxplan.ConfigError, match="dcp_world_size=2"):
+        idxplan.plan_json({"num_compute_units": 4, "dcp_world_size": 2}, {"query_start_loc": [0], "seq_lens": []})
+    # numpy numbers are plain numbers here.
+    assert idxplan.make_geometry(num_compute_units=np.int64(4)).config["num_compute_units"] == 4
+
+
+def test_step_errors_name_the_request_and_values():
+    planner = idxplan.Planner(idxplan.make_geometry(num_compute_units=4))
+    with pytest.raises(idxplan.StepError, match=r"seq_lens_upper_bound\[1\]=-5 is negative"):
+        planner.plan([0, 1, 2], [5, -5])
+    with pytest.raises(idxplan.StepError, match="query_start_loc has 2 entries for 2 requests"):
+        planner.plan([0, 2], [5, 5])
+    with pytest.raises(idxplan.StepError, match="num_tokens=3 is below"):
+        planner.plan([0, 4], [5], num_tokens=3)
+    with pytest.raises(idxplan.StepError, match="num_tokens=-2 is negative"):
+        planner.plan([0, 4], [5], num_tokens=-2)
+    with pytest.raises(idxplan.StepError, match="does not fit int64"):
+        planner.plan([0, 4], [5], num_tokens=2**70)
+    with pytest.raises(ValueError, match="query_start_loc must hold integers, got dtype float64"):
+        planner.plan([0.0, 4.0], [5])
+    with pytest.raises(ValueError, match="seq_lens_upper_bound must be a 1-D integer array, got 2 dimensions"):
+        planner.plan([0, 4], [[5]])
+    with pytest.raises(ValueError, match="must be a 1-D integer array"):
+        planner.plan(object(), [5])
+    with pytest.raises(idxplan.StepError, match=r"step.seq_lens\[0\]=-1 is negative"):
+        idxplan.plan_json({"num_compute_units": 4}, {"query_start_loc": [0, 1], "seq_lens": [-1]})
+
+
+def test_buffer_errors_name_the_buffer_and_sizes():
+    g = idxplan.make_geometry(**idxplan.deepseek_v41_config(256))
+    plan = idxplan.Planner(g).plan([0, 2, 4, 8196], [9000, 120000, 300000])
+    table = np.zeros((3, 8192), dtype=np.int32)
+    inputs = idxplan.StepInputs(seq_lens=np.array([9000, 120000, 300000], dtype=np.int32),
+                                query_start_loc=np.array([0, 2, 4, 8196], dtype=np.int32), block_table=table)
+    small = {name: np.zeros(8, dtype=np.int32) for name in idxplan.step_buffer_sizes(g)}
+    small["decode_block_table"] = np.zeros((4, 8192), dtype=np.int32)
+    with pytest.raises(idxplan.StepError, match="prefill_row_ends holds 8 words, and the step writes 8192"):
+        idxplan.fill_step_buffers(g, plan, inputs, idxplan.StepOutputs(**small))
+    narrow = idxplan.StepInputs(seq_lens=inputs.seq_lens, query_start_loc=inputs.query_start_loc,
+                                block_table=np.zeros((3, 16), dtype=np.int32))
+    with pytest.raises(idxplan.StepError, match="block_table_stride=16 is below the 2344 columns"):
+        idxplan.fill_step_buffers(g, plan, narrow, idxplan.host_step_outputs(g))
+    other = idxplan.make_geometry(**idxplan.deepseek_v41_config(128))
+    with pytest.raises(idxplan.StepError, match="another Geometry"):
+        idxplan.fill_step_buffers(other, plan, inputs, idxplan.host_step_outputs(other))
+    with pytest.raises(idxplan.StepError, match="chunk 5 of a plan that has 5"):
+        idxplan.prefill_launch(g, plan, 5, inputs, idxplan.host_step_outputs(g))
+
+
+def test_array_errors_name_the_argument():
+    ok = np.zeros(4, dtype=np.int32)
+    table = np.zeros((2, 4), dtype=np.int32)
+    with pytest.raises(ValueError, match="seq_lens must hold int32"):
+        idxplan.StepInputs(seq_lens=np.zeros(4, dtype=np.int64), query_start_loc=ok, block_table=table)
+    with pytest.raises(ValueError, match="query_start_loc must be contiguous"):
+        idxplan.StepInputs(seq_lens=ok, query_start_loc=np.zeros(8, dtype=np.int32)[::2], block_table=table)
+    with pytest.raises(ValueError, match="block_table must be a 2-D array, got 1 dimensions"):
+        idxplan.StepInputs(seq_lens=ok, query_start_loc=ok, block_table=ok)
+    with pytest.raises(ValueError, match="block_table must have contiguous rows"):
+        idxplan.StepInputs(seq_lens=ok, query_start_loc=ok, block_table=np.zeros((4, 2), dtype=np.int32).T)
+    with pytest.raises(ValueError, match="seq_lens is None"):
+        idxplan.StepInputs(seq_lens=None, query_start_loc=ok, block_table=table)
+    with pytest.raises(ValueError, match="query_start_loc must be an int32 array"):
+        idxplan.StepInputs(seq_lens=ok, query_start_loc=[0, 1], block_table=table)
+    g = idxplan.make_geometry(num_compute_units=4)
+    arrays = {name: np.zeros(8, dtype=np.int32) for name in idxplan.step_buffer_sizes(g)}
+    arrays["decode_block_table"] = np.zeros((2, 4), dtype=np.int32)
+    arrays["decode_schedule"] = np.zeros(8, dtype=np.float32)
+    with pytest.raises(ValueError, match="decode_schedule must hold int32"):
+        idxplan.StepOutputs(**arrays)
+
+
+def test_enqueue_without_a_device_part_says_so():
+    if idxplan.has_device:
+        pytest.skip("this build has a device part")
+    with pytest.raises(RuntimeError, match="built without a device part"):
+        idxplan.enqueue(None, None, None, None, 0)
+    assert idxplan.device_count() == 0
+
+
+def test_stubs_cover_the_public_api():
+    stub = pathlib.Path(idxplan.__file__).with_name("__init__.pyi")
+    tree = ast.parse(stub.read_text())
+    names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    names |= {node.target.id for node in tree.body if isinstance(node, ast.AnnAssign)}
+    assert set(idxplan.__all__) <= names, set(idxplan.__all__) - names
+    for name in idxplan.__all__:
+        obj = getattr(idxplan, name)
+        if callable(obj):
+            assert obj.__doc__, f"{name} has no docstring"

@@ -9,8 +9,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -60,11 +62,65 @@ Geometry make_geometry_from_json(const std::string& text) {
 
 // ---------------------------------------------------------------- the planner
 
+// A numpy structured dtype of `T`'s fields: int32 words and bools at their
+// offsets. Made through numpy's own dtype() rather than pybind11's
+// PYBIND11_NUMPY_DTYPE, whose format-string building crashed at import on
+// the H200 image (pybind11 3.1, numpy 2.5).
+struct Field {
+  const char* name;
+  std::size_t offset;
+  bool boolean;
+};
+py::object record_dtype(std::initializer_list<Field> fields, std::size_t itemsize) {
+  py::list names, formats, offsets;
+  for (const Field& f : fields) {
+    names.append(f.name);
+    formats.append(f.boolean ? "?" : "<i4");
+    offsets.append(f.offset);
+  }
+  py::dict spec;
+  spec["names"] = names;
+  spec["formats"] = formats;
+  spec["offsets"] = offsets;
+  spec["itemsize"] = itemsize;
+  return py::module_::import("numpy").attr("dtype")(spec);
+}
+
+#define IDXPLAN_FIELD(T, f) Field{#f, offsetof(T, f), std::is_same_v<decltype(T::f), bool>}
+
+template <class T>
+const py::object& dtype_of();
+
+// Made once, on first use, and never destroyed (it outlives the interpreter's
+// teardown order).
+#define IDXPLAN_DTYPE(T, ...)                                                          \
+  template <>                                                                          \
+  const py::object& dtype_of<T>() {                                                    \
+    static const py::object* dtype = new py::object(record_dtype({__VA_ARGS__}, sizeof(T))); \
+    return *dtype;                                                                     \
+  }
+IDXPLAN_DTYPE(ChunkSplit, IDXPLAN_FIELD(ChunkSplit, request_begin), IDXPLAN_FIELD(ChunkSplit, request_end),
+              IDXPLAN_FIELD(ChunkSplit, query_begin), IDXPLAN_FIELD(ChunkSplit, query_end))
+IDXPLAN_DTYPE(RequestRows, IDXPLAN_FIELD(RequestRows, first_row), IDXPLAN_FIELD(RequestRows, end_row),
+              IDXPLAN_FIELD(RequestRows, request))
+IDXPLAN_DTYPE(PrefillPlan, IDXPLAN_FIELD(PrefillPlan, token_start), IDXPLAN_FIELD(PrefillPlan, token_end),
+              IDXPLAN_FIELD(PrefillPlan, first_request), IDXPLAN_FIELD(PrefillPlan, num_reqs),
+              IDXPLAN_FIELD(PrefillPlan, width), IDXPLAN_FIELD(PrefillPlan, first_piece),
+              IDXPLAN_FIELD(PrefillPlan, num_pieces), IDXPLAN_FIELD(PrefillPlan, query_start_loc_offset),
+              IDXPLAN_FIELD(PrefillPlan, use_gather))
+IDXPLAN_DTYPE(ChunkGroup, IDXPLAN_FIELD(ChunkGroup, first_request), IDXPLAN_FIELD(ChunkGroup, num_reqs),
+              IDXPLAN_FIELD(ChunkGroup, token_start), IDXPLAN_FIELD(ChunkGroup, token_end),
+              IDXPLAN_FIELD(ChunkGroup, slice_rows), IDXPLAN_FIELD(ChunkGroup, word_offset))
+IDXPLAN_DTYPE(GatherLaunch, IDXPLAN_FIELD(GatherLaunch, token_start), IDXPLAN_FIELD(GatherLaunch, token_end),
+              IDXPLAN_FIELD(GatherLaunch, request))
+#undef IDXPLAN_DTYPE
+#undef IDXPLAN_FIELD
+
 // A plan's arrays as read-only numpy views of the plan's own memory.
 template <class T>
 py::array view_of(const std::vector<T>& v, py::handle owner) {
-  py::array a(py::dtype::of<T>(), {static_cast<py::ssize_t>(v.size())}, {static_cast<py::ssize_t>(sizeof(T))},
-              v.data(), owner);
+  py::array a(py::dtype(dtype_of<T>()), {static_cast<py::ssize_t>(v.size())},
+              {static_cast<py::ssize_t>(sizeof(T))}, v.data(), owner);
   a.attr("setflags")(py::arg("write") = false);
   return a;
 }
@@ -283,15 +339,6 @@ PYBIND11_MODULE(_idxplan, m) {
   using namespace idxplan;
   using namespace idxplan::python;
   m.doc() = "idxplan: plans DeepSeek's sparse-attention indexer steps (the package idxplan wraps this)";
-
-  // The plan's arrays as numpy structured arrays, field by field.
-  PYBIND11_NUMPY_DTYPE(idxplan::ChunkSplit, request_begin, request_end, query_begin, query_end);
-  PYBIND11_NUMPY_DTYPE(idxplan::RequestRows, first_row, end_row, request);
-  PYBIND11_NUMPY_DTYPE(idxplan::PrefillPlan, token_start, token_end, first_request, num_reqs, width,
-                       first_piece, num_pieces, query_start_loc_offset, use_gather);
-  PYBIND11_NUMPY_DTYPE(idxplan::ChunkGroup, first_request, num_reqs, token_start, token_end, slice_rows,
-                       word_offset);
-  PYBIND11_NUMPY_DTYPE(idxplan::GatherLaunch, token_start, token_end, request);
 
   // C++ exceptions as the package's: ValueError for a bad config, step or
   // buffer, RuntimeError for a failed GPU call.

@@ -29,6 +29,10 @@ constexpr int kSteps = 100;     // steps a timing covers
 constexpr int kRepeats = 15;    // timings a median is taken over
 constexpr int kThreads = device::kPrepareThreads;
 
+// A grid-stride loop's first index and stride.
+__device__ int32_t first_index() { return static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); }
+__device__ int32_t grid_stride() { return static_cast<int32_t>(gridDim.x * blockDim.x); }
+
 __global__ void empty_kernel() {}
 // Empty too, but taking the fused kernel's arguments: what passing them costs.
 __global__ void args_kernel(const StepArgs a) {
@@ -36,7 +40,8 @@ __global__ void args_kernel(const StepArgs a) {
 }
 // Loads one length and stores it: the floor of any kernel that reads the step.
 __global__ void load_store_kernel(const StepArgs a) {
-  a.out.context_lens.data[threadIdx.x] = a.in.seq_lens[threadIdx.x % a.num_reqs] / a.compress_ratio;
+  const auto t = static_cast<int32_t>(threadIdx.x);
+  a.out.context_lens.data[t] = a.in.seq_lens[t % a.num_reqs] / a.compress_ratio;
 }
 // Keeps the SMs busy for about `ms` so the clocks are up when timing starts.
 __global__ void spin_kernel(int64_t cycles, int32_t* sink) {
@@ -47,43 +52,49 @@ __global__ void spin_kernel(int64_t cycles, int32_t* sink) {
 
 // The reference's launches, one buffer each, from the same bodies.
 __global__ void context_kernel(const StepArgs a) {
-  for (int32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < a.num_reqs; r += gridDim.x * blockDim.x)
-    a.out.context_lens.data[r] = context_len_at(a, r);
+  for (int32_t r = first_index(); r < a.num_reqs; r += grid_stride()) a.out.context_lens.data[r] = context_len_at(a, r);
 }
 __global__ void row_lens_kernel(const StepArgs a) {
-  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.num_decode_rows; i += gridDim.x * blockDim.x)
+  for (int32_t i = first_index(); i < a.num_decode_rows; i += grid_stride()) {
     a.out.decode_row_lens.data[i] = decode_row_len_at(a, i);
+  }
 }
 __global__ void decode_block_ends_kernel(const StepArgs a) {
-  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.num_decode_rows; i += gridDim.x * blockDim.x)
+  for (int32_t i = first_index(); i < a.num_decode_rows; i += grid_stride()) {
     a.out.decode_block_ends.data[i] = block_end(a.out.decode_row_lens.data[i], a.candidate_block_size);
+  }
 }
-__global__ void block_table_kernel(const StepArgs a) {
-  for (int32_t row = blockIdx.x; row < a.num_decode_rows; row += gridDim.x) {
+// vLLM's base builder copies every decode row's table row, every step.
+__global__ void block_table_kernel(const StepArgs a, int32_t cols) {
+  for (auto row = static_cast<int32_t>(blockIdx.x); row < a.num_decode_rows; row += static_cast<int32_t>(gridDim.x)) {
     const int32_t r = decode_row_request(a, row);
-    for (int32_t col = threadIdx.x; col < a.num_block_cols; col += blockDim.x)
+    for (auto col = static_cast<int32_t>(threadIdx.x); col < cols; col += static_cast<int32_t>(blockDim.x)) {
       a.out.decode_block_table.data[int64_t{row} * a.out.decode_block_table_stride + col] =
           r < 0 ? 0 : a.in.block_table[int64_t{r} * a.in.block_table_stride + col];
+    }
   }
 }
 __global__ void prefill_row_ends_kernel(const StepArgs a) {
-  for (int32_t t = a.num_decode_tokens + blockIdx.x * blockDim.x + threadIdx.x; t < a.num_tokens;
-       t += gridDim.x * blockDim.x)
+  for (int32_t t = a.num_decode_tokens + first_index(); t < a.num_tokens; t += grid_stride()) {
     a.out.prefill_row_ends.data[t - a.num_decode_tokens] = prefill_row_end_at(a, t);
+  }
 }
 __global__ void prefill_block_ends_kernel(const StepArgs a) {
-  for (int32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < a.num_tokens - a.num_decode_tokens;
-       t += gridDim.x * blockDim.x)
+  for (int32_t t = first_index(); t < a.num_tokens - a.num_decode_tokens; t += grid_stride()) {
     a.out.prefill_block_ends.data[t] = block_end(a.out.prefill_row_ends.data[t], a.candidate_block_size);
+  }
 }
 __global__ void chunk_qsl_kernel(const int32_t* qsl, int32_t* out, PrefillPlan c) {
-  const int32_t i = threadIdx.x + blockIdx.x * blockDim.x;
+  const int32_t i = first_index();
   if (i > c.num_reqs) return;
   const int32_t loc = qsl[c.first_request + i];
   out[c.query_start_loc_offset + i] = (loc < c.token_start ? c.token_start : (loc > c.token_end ? c.token_end : loc)) - c.token_start;
 }
 
-int blocks_for(int64_t n) { return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 1024))); }
+// Blocks of 256 threads for n items, 1 to 1024.
+uint32_t blocks_for(int64_t n) {
+  return static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 1024)));
+}
 
 // The arguments with every buffer but the decode schedule taken away.
 StepArgs schedule_only(const StepArgs& a) {
@@ -99,7 +110,8 @@ void baseline_step(const StepPlan& plan, const StepArgs& a, device::Stream s) {
   if (a.num_decode_rows > 0) {
     row_lens_kernel<<<blocks_for(a.num_decode_rows), 256, 0, s>>>(a);
     if (a.candidate_block_size > 0) decode_block_ends_kernel<<<blocks_for(a.num_decode_rows), 256, 0, s>>>(a);
-    block_table_kernel<<<std::min(a.num_decode_rows, 1024), 256, 0, s>>>(a);
+    block_table_kernel<<<static_cast<uint32_t>(std::min(a.num_decode_rows, 1024)), 256, 0, s>>>(
+        a, plan.decode.num_block_cols);
   }
   if (a.num_tokens > a.num_decode_tokens) {
     prefill_row_ends_kernel<<<blocks_for(a.num_tokens - a.num_decode_tokens), 256, 0, s>>>(a);
@@ -107,7 +119,8 @@ void baseline_step(const StepPlan& plan, const StepArgs& a, device::Stream s) {
       prefill_block_ends_kernel<<<blocks_for(a.num_tokens - a.num_decode_tokens), 256, 0, s>>>(a);
   }
   for (const PrefillPlan& c : plan.prefill) {
-    chunk_qsl_kernel<<<(c.num_reqs + 256) / 256, 256, 0, s>>>(a.in.query_start_loc, a.out.prefill_query_start_loc.data, c);
+    chunk_qsl_kernel<<<blocks_for(c.num_reqs + 1), 256, 0, s>>>(a.in.query_start_loc,
+                                                             a.out.prefill_query_start_loc.data, c);
   }
   if (a.schedule.present()) {
     // The scheduler alone, as its own launch.
@@ -189,7 +202,7 @@ void run_case(const char* name, int32_t compute_units, const bench::BenchStep& s
   const auto reference = [&] { baseline_step(plan, args, s); };
   const auto empty = [&] { empty_kernel<<<1, 1, 0, s>>>(); };
   const auto with_args = [&] {
-    args_kernel<<<device::launch_grid(args, max_blocks).blocks(), kThreads, 0, s>>>(args);
+    args_kernel<<<static_cast<uint32_t>(device::launch_grid(args, max_blocks).blocks()), kThreads, 0, s>>>(args);
   };
   // The least a step can do: one load of a length and one store, one block.
   const auto load_store = [&] { load_store_kernel<<<1, kThreads, 0, s>>>(args); };

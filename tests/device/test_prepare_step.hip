@@ -203,7 +203,8 @@ __global__ void consume_decode(const int32_t* row_ends, const int32_t* block_end
                                const int32_t* context_lens, const int32_t* schedule, int32_t rows,
                                int32_t seqs, int32_t schedule_words, int32_t* sink) {
   const int32_t words = 2 * rows + seqs + schedule_words;
-  for (int32_t w = blockIdx.x * blockDim.x + threadIdx.x; w < words; w += gridDim.x * blockDim.x) {
+  const auto stride = static_cast<int32_t>(gridDim.x * blockDim.x);
+  for (auto w = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); w < words; w += stride) {
     int32_t v;
     if (w < rows) v = row_ends[w];
     else if (w < 2 * rows) v = block_ends[w - rows];

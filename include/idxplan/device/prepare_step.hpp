@@ -406,7 +406,8 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   }
   check_step_args(a);
   const std::size_t shared = shared_bytes(a);
-  const auto go = [&](auto kernel) { kernel<<<grid.blocks(), kPrepareThreads, shared, stream>>>(a, grid); };
+  const auto blocks = static_cast<uint32_t>(grid.blocks());
+  const auto go = [&](auto kernel) { kernel<<<blocks, kPrepareThreads, shared, stream>>>(a, grid); };
   switch (grid.units_per_thread) {
     case 1: go(detail::prepare_step_kernel<1>); break;
     case 2: go(detail::prepare_step_kernel<2>); break;

@@ -9,8 +9,8 @@ side; the baseline's buffers are checked against idxplan's before timing.
     PYTHONPATH=<build>/python python3 benchmarks/python/bench_step.py [--json out.json]
 
 Host time is wall time per step of the step's calls with the GPU left to run behind
-(no synchronisation inside the timed loop); GPU time comes from CUDA events around
-the same loop. Medians over repeats."""
+(no synchronisation inside the timed loop); GPU time is one step captured in a CUDA
+graph and replayed between CUDA events. Medians over repeats."""
 
 import argparse
 import json
@@ -207,23 +207,44 @@ class Shape:
         return self
 
 
-def median_timings(run, stream):
-    """(host us, GPU us) per step, medians over REPEATS timings of STEPS steps."""
-    host, gpu = [], []
+def median_host_us(run, stream):
+    """Host microseconds per step: wall time of STEPS calls with the GPU left to run
+    behind (no synchronisation inside the timed loop), median over REPEATS."""
+    host = []
     for rep in range(REPEATS + 2):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
-        start.record(stream)
         t0 = time.perf_counter()
         for _ in range(STEPS):
-            run()
+            run(stream.cuda_stream)
         t1 = time.perf_counter()
-        stop.record(stream)
         torch.cuda.synchronize()
         if rep >= 2:  # warm-ups
             host.append(1e6 * (t1 - t0) / STEPS)
+    return statistics.median(host)
+
+
+def median_gpu_us(run):
+    """GPU microseconds per step: one step's launches captured in a CUDA graph and
+    replayed STEPS times between events, median over REPEATS (the host is then out of
+    the way, so this is the GPU's own time for the step's work)."""
+    graph = torch.cuda.CUDAGraph()
+    capture = torch.cuda.Stream()
+    with torch.cuda.stream(capture):
+        run(capture.cuda_stream)  # warm-up on the capture stream
+        torch.cuda.synchronize()
+        with torch.cuda.graph(graph, stream=capture):
+            run(capture.cuda_stream)
+    gpu = []
+    for rep in range(REPEATS + 2):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(STEPS):
+            graph.replay()
+        stop.record()
+        torch.cuda.synchronize()
+        if rep >= 2:
             gpu.append(1e3 * start.elapsed_time(stop) / STEPS)
-    return statistics.median(host), statistics.median(gpu)
+    return statistics.median(gpu)
 
 
 def bench_case(name, qsl_list, lens_list, compute_units):
@@ -239,20 +260,19 @@ def bench_case(name, qsl_list, lens_list, compute_units):
     outputs = idxplan.step_outputs(g, lambda shape: torch.zeros(shape, dtype=torch.int32, device="cuda"))
     planner = idxplan.Planner(g)
     stream = torch.cuda.current_stream()
-    handle = stream.cuda_stream
 
-    def ours():
+    def ours(handle):
         plan = planner.plan(qsl_np, lens_np)
         idxplan.enqueue(g, plan, inputs, outputs, handle)
 
     builder = TorchBuilder(g, block_table)
 
-    def baseline():
+    def baseline(_handle):  # torch launches on its current stream
         builder.step(qsl_cpu, lens_cpu, inputs.query_start_loc, inputs.seq_lens)
 
     # The baseline writes what idxplan writes (it would be no baseline otherwise).
-    ours()
-    baseline()
+    ours(stream.cuda_stream)
+    baseline(stream.cuda_stream)
     torch.cuda.synchronize()
     plan = planner.plan(qsl_np, lens_np)
     checks = {"context_lens": plan.num_reqs, "decode_row_lens": plan.decode.num_rows,
@@ -263,8 +283,8 @@ def bench_case(name, qsl_list, lens_list, compute_units):
     for buffer, words in checks.items():
         assert torch.equal(outputs[buffer][:words], builder.out[buffer][:words]), (name, buffer)
 
-    ours_host, ours_gpu = median_timings(ours, stream)
-    base_host, base_gpu = median_timings(baseline, stream)
+    ours_host, base_host = median_host_us(ours, stream), median_host_us(baseline, stream)
+    ours_gpu, base_gpu = median_gpu_us(ours), median_gpu_us(baseline)
     return dict(step=name, requests=num_reqs, ours_host_us=ours_host, ours_gpu_us=ours_gpu,
                 torch_host_us=base_host, torch_gpu_us=base_gpu, host_ratio=base_host / ours_host)
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: Copyright idxplan contributors
-// plan_step on the host: the two steps of DESIGN.md section 8, planned into a
+// plan_step on the host: the two steps of docs/design.md section 8, planned into a
 // reused StepPlan, beside two baselines in the same run: the allocating
 // plan_step that returns a fresh plan, and one pass that only reads the
 // step's inputs (the floor any planner pays).

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The steps the benchmarks plan, on DESIGN.md section 7's DeepSeek-V4.1-sized
+// The steps the benchmarks plan, on docs/design.md section 7's DeepSeek-V4.1-sized
 // indexer on a 256-CU GPU.
 
 #include <cstdint>
@@ -72,7 +72,7 @@ inline BenchStep mixed_1024() {
 // The robustness issue's step, on zero_rows_config(): a 600-token prefill,
 // `num_reqs - 2` requests with no rows, then a 64,936-token prefill of a
 // 1M-token request, which the split cuts into 1,015 slices of 64 rows.
-// Before DESIGN 5.6's trim every slice carried every empty request.
+// Before docs/design.md 5.6's trim every slice carried every empty request.
 inline BenchStep zero_rows(int32_t num_reqs) {
   BenchStep s;
   s.query_start_loc = {0, 600};

@@ -127,7 +127,7 @@ inline RandomStep random_step(const Geometry& g, std::mt19937_64& rng) {
 
 // A prefill step full of requests with no rows: before, between and after
 // requests with rows, and opening groups that a wide request then fills and
-// the split cuts into query slices (DESIGN 5.6). Exact lengths are the bounds.
+// the split cuts into query slices (docs/design.md 5.6). Exact lengths are the bounds.
 inline RandomStep zero_row_step(const Geometry& g, std::mt19937_64& rng) {
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);

@@ -41,7 +41,7 @@ TEST(FindRequest, SkipsEmptyRequestsBeforeTheToken) {
   EXPECT_EQ(find_request(qsl.data(), 0, 4, 4), 3);
 }
 
-// DESIGN.md 5's rule, literally, in plain division: end is the max of the
+// docs/design.md section 6's rule, literally, in plain division: end is the max of the
 // row ends of the unit's rows that exist and are real, from 0.
 int32_t literal_native_tiles(const StepArgs& a, int32_t seq, int32_t blk, int32_t seq_len) {
   const ScheduleShape& s = a.schedule;

@@ -83,7 +83,7 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
       ASSERT_GT(qsl[static_cast<std::size_t>(sp.request_end)], t);
       ++in_split[static_cast<std::size_t>(t - first)];
     }
-    // DESIGN 5.6, by a linear scan: the chunk's requests run from the owner
+    // docs/design.md 5.6, by a linear scan: the chunk's requests run from the owner
     // of its first row to the owner of its last.
     auto owner = [&](int32_t t) {
       int32_t r = sp.request_begin;
@@ -146,7 +146,7 @@ void check_prefill(const Geometry& g, const test::RandomStep& s, const StepPlan&
     }
   }
   EXPECT_EQ(words, p.num_prefill_query_start_loc_words);
-  // The bound the buffer is sized by (DESIGN 5.6).
+  // The bound the buffer is sized by (docs/design.md 5.6).
   EXPECT_LE(words, 2 * int64_t{p.num_prefill_tokens} + p.num_reqs);
   EXPECT_LE(words, step_buffer_sizes(g).prefill_query_start_loc);
 

@@ -106,7 +106,7 @@ TEST(TilesPerSlice, SpreadsTilesOverTheSpareSlots) {
   EXPECT_EQ(tiles_per_slice(s, 0, 0, 0), 1);
 }
 
-// DESIGN.md section 6's rule, in int64 throughout.
+// docs/design.md section 6's rule, in int64 throughout.
 int64_t plain_tiles_per_slice(int64_t num_ctas, int64_t max_tiles, int64_t total, int64_t live,
                               int64_t max_unit_tiles) {
   const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };

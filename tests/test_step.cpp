@@ -117,7 +117,7 @@ TEST(PlanStep, PaddingOfAMixedStepBelongsToThePrefills) {
 TEST(PlanStep, ChunksStartOnTheOwnerOfTheirFirstRow) {
   // Request 1 is empty and wide enough to end the first group, so the second
   // group's split starts on it; its chunks start on request 2, which owns
-  // their rows (DESIGN 5.6).
+  // their rows (docs/design.md 5.6).
   IndexerConfig c = deepseek_config();
   c.num_speculative_tokens = 0;
   c.max_logits_mb = 1;  // 262144 / width rows a chunk

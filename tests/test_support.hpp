@@ -11,7 +11,7 @@
 
 namespace idxplan::test {
 
-// The DeepSeek-V4.1-sized indexer of DESIGN.md section 7 on a 256-CU GPU.
+// The DeepSeek-V4.1-sized indexer of docs/design.md section 7 on a 256-CU GPU.
 inline IndexerConfig deepseek_config() { return deepseek_v41_config(256); }
 
 // Host buffers for the CPU reference, sized from a geometry.

@@ -67,6 +67,8 @@ void print_summary(const idxplan::tool::PlannedStep& s) {
       fmt::print("flattened");
     }
     fmt::print(", candidate gather: {}\n", d.use_gather ? "yes" : "no");
+    fmt::print("  block table: {}\n", d.ragged() ? "ragged rows: copied to decode_block_table"
+                                                : "the engine's, read in place");
     if (d.schedule.present()) {
       const idxplan::ScheduleShape& sh = d.schedule;
       int32_t busy = 0;

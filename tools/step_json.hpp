@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The idxplan command's JSON (DESIGN.md section 7): a step in, its plan and
+// The idxplan command's JSON (docs/design.md section 7): a step in, its plan and
 // the CPU reference's buffers out.
 
 #include <cstdint>

@@ -166,7 +166,7 @@ class TorchBuilder:
 
 
 def preferred_block_m(heads, rows):
-    """aiter's rows per workgroup (DESIGN 4), before clamping to ``rows``."""
+    """aiter's rows per workgroup (docs/design.md section 4), before clamping to ``rows``."""
     few = heads <= 32
     if rows >= 512:
         return 3 if few else 1
@@ -181,7 +181,7 @@ def preferred_block_m(heads, rows):
 
 
 class Shape:
-    """The decode schedule's shape by aiter's host rules (DESIGN 4 and 5.4), or None."""
+    """The decode schedule's shape by aiter's host rules (docs/design.md sections 4 and 5.4), or None."""
 
     def __new__(cls, geometry, num_seqs, rows):
         c = geometry.config

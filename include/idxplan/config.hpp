@@ -3,7 +3,7 @@
 #pragma once
 
 // Engine start: an IndexerConfig, checked once, becomes the Geometry every
-// step plans with (DESIGN.md section 3). A Geometry that exists is valid.
+// step plans with (docs/design.md section 3). A Geometry that exists is valid.
 
 #include <algorithm>
 #include <cstdint>
@@ -142,7 +142,7 @@ inline uint64_t fingerprint(const IndexerConfig& c) {
 
 }  // namespace detail
 
-// Checks every rule of DESIGN.md sections 3 and 4 and derives the geometry.
+// Checks every rule of docs/design.md sections 3 and 4 and derives the geometry.
 // Throws ConfigError naming the field and its value.
 inline Geometry make_geometry(const IndexerConfig& c) {
   using detail::require_positive;

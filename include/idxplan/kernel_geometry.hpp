@@ -4,7 +4,7 @@
 
 // Facts about aiter's paged MXFP4 MQA-logits kernel that the planner needs:
 // the cache format a page is stored in and the launch config the kernel picks
-// for a given rows-per-sequence (DESIGN.md section 4).
+// for a given rows-per-sequence (docs/design.md section 4).
 
 #include <cstdint>
 

@@ -215,7 +215,7 @@ __global__ void consume_decode(const int32_t* row_ends, const int32_t* block_end
 }
 
 TEST_F(PrepareStep, EagerPrepareThenAReplayedConsumerGraphSeesEachStep) {
-  // DESIGN 6's graph pattern: the prepare launch enqueued eagerly each step,
+  // docs/design.md section 6's graph pattern: the prepare launch enqueued eagerly each step,
   // then a graph of consumer reads captured once and replayed. The steps
   // share a shape (64 decode requests padded to 128 tokens, as a graph's
   // batch) and differ in everything else: real requests, lengths, the

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The step buffers of DESIGN.md section 6, as functions of one index. The
+// The step buffers of docs/design.md section 6, as functions of one index. The
 // device kernel (device/prepare_step.hpp) calls these bodies unchanged; on the
 // CPU, fill_step_buffers() runs them over every index, which is the reference
 // the tests and the idxplan command use.
@@ -76,7 +76,7 @@ inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
   s.prefill_rows = g.config().max_num_batched_tokens;
   // A chunk takes its requests' count + 1 words. Every chunk has a row; a
   // chunk of several requests is its group's only chunk, and a query slice
-  // of a group is one request (DESIGN 5.6), so the words are at most
+  // of a group is one request (docs/design.md 5.6), so the words are at most
   // requests + 2 * prefill tokens.
   s.prefill_query_start_loc = int64_t{g.config().max_num_seqs} + 2 * int64_t{s.prefill_rows};
   s.decode_schedule = g.schedule_words();

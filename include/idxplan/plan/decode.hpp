@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// Whether the decode rows run as next_n-row sequences (DESIGN.md 5.3). A
+// Whether the decode rows run as next_n-row sequences (docs/design.md 5.3). A
 // decode row's length is in rows.hpp.
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The candidate consumers' prefill launches (DESIGN.md 5.8). A consumer's
+// The candidate consumers' prefill launches (docs/design.md 5.8). A consumer's
 // logits are [rows, pool] however long the context, so the dense split,
 // sized for the context, would launch it far more often than its memory
 // needs: each request's rows go back together across the chunks that cut

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The engine boundary (DESIGN.md section 9): from a plan and the step's
+// The engine boundary (docs/design.md section 9): from a plan and the step's
 // buffers to each launch of aiter's kernels, with the pointers, counts and
 // strides that launch takes. Host only: these functions do address
 // arithmetic on the StepInputs and StepOutputs they are given and never
@@ -98,7 +98,7 @@ inline const int32_t* at_word(const int32_t* b, std::ptrdiff_t offset) {
 
 }  // namespace detail
 
-// The decode launch of a planned step. Which table its rows read (DESIGN 6):
+// The decode launch of a planned step. Which table its rows read (docs/design.md section 6):
 // a native step's sequence s is request s, and rows that are their own
 // requests' (DecodePlan::rows_are_requests) are too, so both read the
 // engine's table in place; only ragged rows read decode_block_table, which

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// Prefill chunks and their plans (DESIGN.md 5.6 and 5.7).
+// Prefill chunks and their plans (docs/design.md 5.6 and 5.7).
 
 #include <algorithm>
 #include <cstddef>
@@ -32,7 +32,7 @@ int64_t owning_request(const Qsl& query_start_loc, int64_t lo, int64_t hi, int64
 }  // namespace detail
 
 // Turns the split into the chunks the dense layers launch and plans each
-// (DESIGN.md 5.6 and 5.7): a split's query slice is the chunk's rows, and
+// (docs/design.md 5.6 and 5.7): a split's query slice is the chunk's rows, and
 // its requests run from the owner of its first row to the owner of its last,
 // so requests with no rows at either end of the split's range are not part
 // of it (those between two requests with rows stay). A chunk whose requests'

@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The keys one query row sees, for decode rows (their row length, DESIGN
+// The keys one query row sees, for decode rows (their row length, docs/design.md
 // 5.2) and prefill rows (their row end, section 6) alike, and the candidate
 // blocks that cover them. The device computes these from the engine's exact
 // lengths, which the host cannot check, so every body is defined for any
@@ -31,7 +31,7 @@ IDXPLAN_HD int32_t row_tokens(int32_t seq_len, int32_t query_len, int32_t row) {
   return tokens < 0 ? 0 : (tokens > 0x7FFFFFFF ? 0x7FFFFFFF : static_cast<int32_t>(tokens));
 }
 
-// Compressed context of decode row j (DESIGN 5.2): keys [0, row_tokens / C).
+// Compressed context of decode row j (docs/design.md 5.2): keys [0, row_tokens / C).
 // `compress_ratio` divides by C.
 IDXPLAN_HD int32_t decode_row_len(int32_t seq_len, int32_t query_len, int32_t row,
                                   const Divisor& compress_ratio) {

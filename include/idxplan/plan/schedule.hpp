@@ -3,7 +3,7 @@
 #pragma once
 
 // The decode schedule: its shape, which the host decides from the step's
-// shape alone (DESIGN.md 5.4), and the per-unit rules the device applies to
+// shape alone (docs/design.md 5.4), and the per-unit rules the device applies to
 // the step's lengths to write the descriptors (section 6), which aiter's
 // kernel reads unchanged.
 

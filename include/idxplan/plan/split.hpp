@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// Which requests are decodes (DESIGN.md 5.1), and how the prefills split into
+// Which requests are decodes (docs/design.md 5.1), and how the prefills split into
 // launches whose logits stay within the budget (5.5).
 
 #include <algorithm>

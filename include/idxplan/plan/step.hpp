@@ -2,7 +2,7 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// plan_step(): one engine step on the host, every rule of DESIGN.md section 5
+// plan_step(): one engine step on the host, every rule of docs/design.md section 5
 // in order, from the engine's host copies of query_start_loc and the seq
 // length upper bounds.
 
@@ -47,7 +47,7 @@ inline void reserve(StepPlan& plan, const Geometry& g) {
 struct StepCheck {
   int32_t num_tokens = 0;   // num_tokens, or the last query_start_loc for kUnpaddedTokens
   int32_t max_seq_len = 0;  // max upper bound over the requests
-  BatchSplit split{};       // the decodes and prefills (DESIGN 5.1)
+  BatchSplit split{};       // the decodes and prefills (docs/design.md 5.1)
 };
 
 // Checks a step's host inputs. Throws StepError naming the request and values.

@@ -132,7 +132,7 @@ struct DecodePlan {
 
   // Flattened rows that are not each their own request's. Only such a step's
   // decode launches need decode_block_table: a native step's sequences and
-  // rows_are_requests rows are the engine's requests (DESIGN 6).
+  // rows_are_requests rows are the engine's requests (docs/design.md section 6).
   constexpr bool ragged() const { return num_rows > 0 && !native.present() && !rows_are_requests; }
 
   constexpr auto tie() const {

@@ -22,38 +22,32 @@ inline IndexerConfig deepseek_config() { return deepseek_v41_config(256); }
 // Contexts spread over 1K to 200K tokens, deterministically.
 inline int32_t spread_context(int32_t r) { return 1024 + (r * 104729) % (200000 - 1024); }
 
-// `n` MTP decodes of next_n 2.
-inline BenchStep mtp_decodes(int32_t n) {
+// `n` decodes, request r with rows(r) query rows.
+template <class Rows>
+BenchStep decodes(int32_t n, Rows rows) {
   BenchStep s;
   s.query_start_loc.push_back(0);
   for (int32_t r = 0; r < n; ++r) {
-    s.query_start_loc.push_back(s.query_start_loc.back() + 2);
+    s.query_start_loc.push_back(s.query_start_loc.back() + rows(r));
     s.seq_lens.push_back(spread_context(r));
   }
   return s;
 }
 
-// `n` decodes of one and two rows in turn: flattened rows.
+// `n` MTP decodes of next_n 2.
+inline BenchStep mtp_decodes(int32_t n) {
+  return decodes(n, [](int32_t) { return 2; });
+}
+
+// `n` decodes of one and two rows in turn: ragged flattened rows.
 inline BenchStep flat_decodes(int32_t n) {
-  BenchStep s;
-  s.query_start_loc.push_back(0);
-  for (int32_t r = 0; r < n; ++r) {
-    s.query_start_loc.push_back(s.query_start_loc.back() + 1 + r % 2);
-    s.seq_lens.push_back(spread_context(r));
-  }
-  return s;
+  return decodes(n, [](int32_t r) { return 1 + r % 2; });
 }
 
 // `n` decodes of one row each (no MTP): flattened rows that are their own
 // requests', which read the engine's block table in place.
 inline BenchStep one_row_decodes(int32_t n) {
-  BenchStep s;
-  s.query_start_loc.push_back(0);
-  for (int32_t r = 0; r < n; ++r) {
-    s.query_start_loc.push_back(s.query_start_loc.back() + 1);
-    s.seq_lens.push_back(spread_context(r));
-  }
-  return s;
+  return decodes(n, [](int32_t) { return 1; });
 }
 
 // 1016 MTP decodes, the 8192-token piece of a 1M-token chunked prefill, and

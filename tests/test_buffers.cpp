@@ -404,21 +404,21 @@ TEST(FillStepBuffers, WritesTheDecodeTableOnlyWhereALaunchReadsIt) {
     const test::RandomStep s = test::random_step(g, rng);
     const StepPlan plan = plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens);
     HostBuffers& out = buffers[gi];
-    const auto rows_words = static_cast<std::size_t>(plan.decode.num_rows) * static_cast<std::size_t>(out.stride);
+    const auto rows_words = static_cast<std::size_t>(plan.decode.num_rows) * static_cast<std::size_t>(out.decode_block_table_stride);
     std::fill(out.decode_block_table.begin(), out.decode_block_table.begin() + static_cast<std::ptrdiff_t>(rows_words), -7);
     const bool always = rng() % 2 == 0;
     test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, out, always);
     const bool writes = plan.decode.ragged() || (always && plan.decode.num_rows > 0);
     ASSERT_EQ(writes_decode_block_table(plan, out.outputs(always)), writes);
     for (int32_t row = 0; row < plan.decode.num_rows; ++row) {
-      const int32_t* got = out.decode_block_table.data() + static_cast<std::ptrdiff_t>(row) * out.stride;
+      const int32_t* got = out.decode_block_table.data() + static_cast<std::ptrdiff_t>(row) * out.decode_block_table_stride;
       // The request whose row this is, or -1 for a padding row.
       int32_t request = -1;
       if (row < plan.decode.num_real_rows) {
         request = 0;
         while (s.query_start_loc[static_cast<std::size_t>(request) + 1] <= row) ++request;
       }
-      for (int32_t col = 0; col < out.stride; ++col) {
+      for (int32_t col = 0; col < out.decode_block_table_stride; ++col) {
         const bool copied = writes && col < plan.decode.num_block_cols;
         const int32_t want = !copied ? -7
                              : request < 0

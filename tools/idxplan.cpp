@@ -73,7 +73,7 @@ void print_summary(const idxplan::tool::PlannedStep& s) {
       const idxplan::ScheduleShape& sh = d.schedule;
       int32_t busy = 0;
       for (int32_t slot = 0; slot < sh.num_ctas; ++slot) {
-        busy += s.decode_schedule[static_cast<std::size_t>(4 * slot + 3)] > 0;
+        busy += s.buffers.decode_schedule[static_cast<std::size_t>(4 * slot + 3)] > 0;
       }
       fmt::print("  schedule: {} slots ({} busy) over {} units of {} rows, <= {} KV tiles a slice\n",
                  sh.num_ctas, busy, sh.work, sh.block_m, sh.max_tiles);
@@ -136,7 +136,7 @@ int run(int argc, char** argv) {
       }
       request = json::parse(file);
     }
-    const idxplan::tool::PlannedStep planned =
+    idxplan::tool::PlannedStep planned =
         idxplan::tool::plan_request(idxplan::tool::parse_step_request(request));
     if (as_json) {
       std::cout << idxplan::tool::to_json(planned).dump() << '\n';

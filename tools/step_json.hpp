@@ -38,30 +38,11 @@ struct PlannedStep {
   // so the step reads a table of zeros.
   std::vector<int32_t> block_table;
   int32_t block_table_stride = 0;
-  std::vector<int32_t> context_lens, decode_row_lens, decode_block_ends, decode_block_table,
-      prefill_row_ends, prefill_block_ends, prefill_query_start_loc, decode_schedule;
+  HostStepBuffers buffers;
 
   StepInputs inputs() const {
     return StepInputs{seq_lens.data(), query_start_loc.data(), block_table.data(), block_table_stride};
   }
-  StepOutputs outputs() {
-    auto buffer = [](std::vector<int32_t>& v) {
-      return OutputBuffer{v.data(), static_cast<int64_t>(v.size())};
-    };
-    StepOutputs out;
-    out.context_lens = buffer(context_lens);
-    out.decode_row_lens = buffer(decode_row_lens);
-    out.decode_block_ends = buffer(decode_block_ends);
-    out.decode_block_table = buffer(decode_block_table);
-    out.prefill_row_ends = buffer(prefill_row_ends);
-    out.prefill_block_ends = buffer(prefill_block_ends);
-    out.prefill_query_start_loc = buffer(prefill_query_start_loc);
-    out.decode_schedule = buffer(decode_schedule);
-    out.decode_block_table_stride = plan.decode.num_block_cols;
-    return out;
-  }
-  // The views only do address arithmetic: the const buffers as outputs.
-  StepOutputs outputs() const { return const_cast<PlannedStep*>(this)->outputs(); }
 };
 
 namespace detail {
@@ -189,9 +170,9 @@ inline StepRequest parse_step_request(const json& j) {
 
 // Plans the step and runs the CPU reference of every device buffer.
 inline PlannedStep plan_request(const StepRequest& r) {
-  PlannedStep s{make_geometry(r.config), {}, r.query_start_loc, r.seq_lens, {}, 0,
-                {}, {}, {}, {}, {}, {}, {}, {}};
-  plan_step(s.geometry, r.query_start_loc, r.seq_lens_upper_bound, r.num_tokens, s.plan);
+  const Geometry geometry = make_geometry(r.config);
+  StepPlan plan;
+  plan_step(geometry, r.query_start_loc, r.seq_lens_upper_bound, r.num_tokens, plan);
   // The library checked the bounds against query_start_loc; the exact
   // lengths, which only the device sees in an engine, are checked here.
   for (std::size_t i = 0; i + 1 < r.query_start_loc.size(); ++i) {
@@ -201,19 +182,12 @@ inline PlannedStep plan_request(const StepRequest& r) {
                                   r.seq_lens[i], query_len));
     }
   }
-  const StepPlan& p = s.plan;
-  const auto size = [](int64_t n) { return static_cast<std::size_t>(n); };
-  s.block_table_stride = block_table_cols_read(s.geometry, p);
-  s.block_table.assign(size(int64_t{p.num_reqs} * s.block_table_stride), 0);
-  s.context_lens.resize(size(p.num_reqs));
-  s.decode_row_lens.resize(size(p.decode.num_rows));
-  s.decode_block_ends.resize(size(p.decode.num_rows));
-  s.decode_block_table.resize(size(int64_t{p.decode.num_rows} * p.decode.num_block_cols));
-  s.prefill_row_ends.resize(size(p.num_prefill_tokens));
-  s.prefill_block_ends.resize(size(p.num_prefill_tokens));
-  s.prefill_query_start_loc.resize(size(p.num_prefill_query_start_loc_words));
-  s.decode_schedule.resize(size(int64_t{kDescriptorWords} * p.decode.schedule.num_ctas));
-  fill_step_buffers(s.geometry, p, s.inputs(), s.outputs());
+  const int32_t table_cols = block_table_cols_read(geometry, plan);
+  std::vector<int32_t> block_table(static_cast<std::size_t>(int64_t{plan.num_reqs} * table_cols), 0);
+  HostStepBuffers buffers(step_buffer_sizes(plan), plan.decode.num_block_cols);
+  PlannedStep s{geometry, std::move(plan), r.query_start_loc, r.seq_lens, std::move(block_table),
+                table_cols, std::move(buffers)};
+  fill_step_buffers(s.geometry, s.plan, s.inputs(), s.buffers.outputs());
   return s;
 }
 
@@ -230,18 +204,18 @@ inline json words(const int32_t* data, int64_t count) {
 // The plan as docs/cli.md's JSON: every key present, null where the plan has
 // none. Every per-launch array comes through the launch views of
 // plan/launches.hpp, as an engine reads them.
-inline json to_json(const PlannedStep& s) {
+inline json to_json(PlannedStep& s) {
   const StepPlan& p = s.plan;
   const Geometry& g = s.geometry;
   const StepInputs in = s.inputs();
-  const StepOutputs out = s.outputs();
+  const StepOutputs out = s.buffers.outputs();  // read only: the views do address arithmetic
   json j;
   j["num_decodes"] = p.num_decodes;
   j["num_decode_tokens"] = p.num_decode_tokens;
   j["num_prefills"] = p.num_prefills;
   j["num_prefill_tokens"] = p.num_prefill_tokens;
   j["max_seq_len"] = p.max_seq_len;
-  j["context_lens"] = s.context_lens;
+  j["context_lens"] = s.buffers.context_lens;
   json decode = nullptr;
   if (p.has_decode()) {
     const DecodeLaunch d = decode_launch(g, p, in, out);

@@ -359,7 +359,7 @@ PYBIND11_MODULE(_idxplan, m) {
   m.def("_deepseek_v41_config", [](int32_t cus) { return config_dict(deepseek_v41_config(cus)); });
   m.def("_make_geometry_json", &make_geometry_from_json);
   m.def("_plan_json_text", [](const std::string& text) {
-    const tool::PlannedStep planned =
+    tool::PlannedStep planned =
         tool::plan_request(tool::parse_step_request(tool::json::parse(text)));
     return tool::to_json(planned).dump();
   });

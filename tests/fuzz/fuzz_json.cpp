@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         int64_t{g.max_decode_rows()} * g.max_blocks_per_seq() > kMaxTableWords) {
       return 0;
     }
-    const std::string out = idxplan::tool::to_json(idxplan::tool::plan_request(request)).dump();
+    idxplan::tool::PlannedStep planned = idxplan::tool::plan_request(request);
+    const std::string out = idxplan::tool::to_json(planned).dump();
     if (out.empty()) __builtin_trap();
   } catch (const json::exception&) {
   } catch (const idxplan::ConfigError&) {

@@ -212,27 +212,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     check_plan(g, s, plan);
 
     // Buffers of exactly the sizes the geometry promises.
-    auto make = [](int64_t words) { return std::vector<int32_t>(static_cast<std::size_t>(words), -7); };
-    std::vector<int32_t> context_lens = make(sizes.context_lens), row_lens = make(sizes.decode_rows),
-                         decode_block_ends = make(sizes.decode_rows),
-                         table = make(sizes.decode_block_table), row_ends = make(sizes.prefill_rows),
-                         prefill_block_ends = make(sizes.prefill_rows),
-                         packed = make(sizes.prefill_query_start_loc),
-                         schedule = make(sizes.decode_schedule);
-    auto buffer = [](std::vector<int32_t>& v) {
-      return OutputBuffer{v.data(), static_cast<int64_t>(v.size())};
-    };
-    StepOutputs out;
-    out.context_lens = buffer(context_lens);
-    out.decode_row_lens = buffer(row_lens);
-    out.decode_block_ends = buffer(decode_block_ends);
-    out.decode_block_table = buffer(table);
-    out.prefill_row_ends = buffer(row_ends);
-    out.prefill_block_ends = buffer(prefill_block_ends);
-    out.prefill_query_start_loc = buffer(packed);
-    out.decode_schedule = buffer(schedule);
-    out.decode_block_table_stride = g.max_blocks_per_seq();
-    out.always_write_decode_block_table = in.ConsumeBool();
+    HostStepBuffers buffers(g, -7);
+    const StepOutputs out = buffers.outputs(in.ConsumeBool());
     const StepInputs inputs{s.exact.data(), s.qsl.data(), s.table.data(), s.stride};
     try {
       fill_step_buffers(g, plan, inputs, out);
@@ -240,24 +221,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       FUZZ_CHECK(s.stride < block_table_cols_read(g, plan));  // the only input left to refuse
       return 0;
     }
-    check_buffers(g, plan, context_lens, row_lens, row_ends, schedule);
+    check_buffers(g, plan, buffers.context_lens, buffers.decode_row_lens, buffers.prefill_row_ends,
+                  buffers.decode_schedule);
 
     // Every launch view lies inside the buffers it points into.
     const DecodeLaunch d = decode_launch(g, plan, inputs, out);
     const int64_t rows = int64_t{d.num_seqs} * d.next_n;
-    FUZZ_CHECK(inside(d.row_ends, rows, row_lens));
-    FUZZ_CHECK(d.schedule == nullptr || inside(d.schedule, 4 * int64_t{d.num_ctas}, schedule));
+    FUZZ_CHECK(inside(d.row_ends, rows, buffers.decode_row_lens));
+    FUZZ_CHECK(d.schedule == nullptr || inside(d.schedule, 4 * int64_t{d.num_ctas}, buffers.decode_schedule));
     for (std::size_t i = 0; i < plan.prefill.size(); ++i) {
       const PrefillLaunch l = prefill_launch(g, plan, i, inputs, out);
-      FUZZ_CHECK(inside(l.row_ends, l.token_end - l.token_start, row_ends));
-      FUZZ_CHECK(inside(l.context_lens, l.num_reqs, context_lens));
-      FUZZ_CHECK(inside(l.query_start_loc, l.num_reqs + 1, packed));
+      FUZZ_CHECK(inside(l.row_ends, l.token_end - l.token_start, buffers.prefill_row_ends));
+      FUZZ_CHECK(inside(l.context_lens, l.num_reqs, buffers.context_lens));
+      FUZZ_CHECK(inside(l.query_start_loc, l.num_reqs + 1, buffers.prefill_query_start_loc));
       FUZZ_CHECK(inside(l.block_table, int64_t{l.num_reqs - 1} * s.stride + l.max_blocks, s.table));
     }
     for (std::size_t i = 0; i < plan.gather_launches.size(); ++i) {
       const CandidateLaunch l = candidate_launch(g, plan, i, inputs, out);
-      FUZZ_CHECK(inside(l.row_ends, l.token_end - l.token_start, row_ends));
-      FUZZ_CHECK(inside(l.context_len, 1, context_lens));
+      FUZZ_CHECK(inside(l.row_ends, l.token_end - l.token_start, buffers.prefill_row_ends));
+      FUZZ_CHECK(inside(l.context_len, 1, buffers.context_lens));
     }
   } catch (const ConfigError&) {
     return 0;  // refused at engine start, with a message

@@ -8,7 +8,9 @@
 // the tests and the idxplan command use.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -82,6 +84,66 @@ inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
   s.decode_schedule = g.schedule_words();
   return s;
 }
+
+// The words each buffer of one planned step needs, and no more: what a
+// step-sized CPU reference allocates (the idxplan command does).
+inline StepBufferSizes step_buffer_sizes(const StepPlan& plan) {
+  StepBufferSizes s;
+  s.context_lens = plan.num_reqs;
+  s.decode_rows = plan.decode.num_rows;
+  s.decode_block_table = int64_t{plan.decode.num_rows} * plan.decode.num_block_cols;
+  s.prefill_rows = plan.num_prefill_tokens;
+  s.prefill_query_start_loc = plan.num_prefill_query_start_loc_words;
+  s.decode_schedule = int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas;
+  return s;
+}
+
+// The step buffers in host memory, for the CPU reference: each of `sizes`
+// words, every word `fill`, the decode table `decode_block_table_stride`
+// words a row.
+struct HostStepBuffers {
+  std::vector<int32_t> context_lens, decode_row_lens, decode_block_ends, decode_block_table,
+      prefill_row_ends, prefill_block_ends, prefill_query_start_loc, decode_schedule;
+  int32_t decode_block_table_stride = 0;
+
+  HostStepBuffers(const StepBufferSizes& sizes, int32_t table_stride, int32_t fill = 0)
+      : context_lens(words(sizes.context_lens, fill)),
+        decode_row_lens(words(sizes.decode_rows, fill)),
+        decode_block_ends(words(sizes.decode_rows, fill)),
+        decode_block_table(words(sizes.decode_block_table, fill)),
+        prefill_row_ends(words(sizes.prefill_rows, fill)),
+        prefill_block_ends(words(sizes.prefill_rows, fill)),
+        prefill_query_start_loc(words(sizes.prefill_query_start_loc, fill)),
+        decode_schedule(words(sizes.decode_schedule, fill)),
+        decode_block_table_stride(table_stride) {}
+  // The geometry's buffers: enough for any of its steps.
+  explicit HostStepBuffers(const Geometry& g, int32_t fill = 0)
+      : HostStepBuffers(step_buffer_sizes(g), g.max_blocks_per_seq(), fill) {}
+
+  // The buffers as a step's outputs, each with its size as its capacity.
+  StepOutputs outputs(bool always_write_decode_block_table = false) {
+    StepOutputs out;
+    out.context_lens = buffer(context_lens);
+    out.decode_row_lens = buffer(decode_row_lens);
+    out.decode_block_ends = buffer(decode_block_ends);
+    out.decode_block_table = buffer(decode_block_table);
+    out.prefill_row_ends = buffer(prefill_row_ends);
+    out.prefill_block_ends = buffer(prefill_block_ends);
+    out.prefill_query_start_loc = buffer(prefill_query_start_loc);
+    out.decode_schedule = buffer(decode_schedule);
+    out.decode_block_table_stride = decode_block_table_stride;
+    out.always_write_decode_block_table = always_write_decode_block_table;
+    return out;
+  }
+
+ private:
+  static std::vector<int32_t> words(int64_t n, int32_t fill) {
+    return std::vector<int32_t>(static_cast<std::size_t>(n), fill);
+  }
+  static OutputBuffer buffer(std::vector<int32_t>& v) {
+    return OutputBuffer{v.data(), static_cast<int64_t>(v.size())};
+  }
+};
 
 // Chunk groups one launch carries in its arguments (24 bytes each, within
 // the 4 KiB of kernel arguments HIP allows). A step with more groups packs

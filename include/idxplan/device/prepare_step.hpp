@@ -400,9 +400,10 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   static_assert(kMaxScheduleUnits <= 32 * kPrepareThreads, "32 units a thread at most");
   if (grid.units_per_thread > 32) {
     // make_geometry keeps a planned step within kMaxScheduleUnits.
-    throw StepError(fmt::format("prepare_step: a schedule of work={} units needs {} a thread; the kernel "
-                            "takes at most 32 ({} units)",
-                            a.schedule.work, grid.units_per_thread, 32 * kPrepareThreads));
+    throw StepError(fmt::format(
+        "prepare_step: a schedule of work={} units needs {} a thread; the kernel takes at most 32 "
+        "({} units)",
+        a.schedule.work, grid.units_per_thread, 32 * kPrepareThreads));
   }
   check_step_args(a);
   const std::size_t shared = shared_bytes(a);

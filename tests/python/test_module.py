@@ -123,6 +123,29 @@ def test_plan_takes_any_1d_integer_array():
     assert planner.plan([0], []).num_reqs == 0
 
 
+def test_cpu_torch_tensors_plan_and_fill_like_numpy_arrays():
+    torch = pytest.importorskip("torch")
+    g = idxplan.make_geometry(**idxplan.deepseek_v41_config(256))
+    planner = idxplan.Planner(g)
+    qsl, lens = [0, 2, 4, 8196], [9000, 120000, 300000]
+    want = planner.plan(qsl, lens).copy()
+    plan = planner.plan(torch.tensor(qsl, dtype=torch.int32), torch.tensor(lens, dtype=torch.int64))
+    assert plan == want
+    # Host tensors as StepInputs and StepOutputs (read through DLPack).
+    inputs = idxplan.StepInputs(seq_lens=torch.tensor(lens, dtype=torch.int32),
+                                query_start_loc=torch.tensor(qsl, dtype=torch.int32),
+                                block_table=torch.zeros((3, 8192), dtype=torch.int32))
+    assert not inputs.on_device
+    outputs = idxplan.step_outputs(g, lambda shape: torch.zeros(shape, dtype=torch.int32))
+    reference = idxplan.host_step_outputs(g)
+    idxplan.fill_step_buffers(g, plan, inputs, outputs)
+    idxplan.fill_step_buffers(g, plan, host_inputs(dict(seq_lens=lens, query_start_loc=qsl,
+                                                        block_table=[[0] * 8192] * 3, stride=8192)),
+                              reference)
+    for name in outputs.names:
+        assert np.array_equal(outputs[name].numpy(), reference[name]), name
+
+
 def test_a_planners_plan_is_reused_and_copy_keeps_one():
     g = idxplan.make_geometry(**idxplan.deepseek_v41_config(256))
     planner = idxplan.Planner(g)

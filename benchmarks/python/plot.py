@@ -35,9 +35,10 @@ def main(source, target):
         ax.set_xticklabels(steps, rotation=20)
         ax.set_ylabel("microseconds (median)")
         ax.set_title(title)
-    axes[0].legend(loc="upper left", fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9)
     fig.suptitle("One indexer step's metadata from Python on an H200 (DeepSeek-V4.1 indexer, MTP next_n 2)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(target, dpi=110)
 
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: Copyright idxplan contributors
-"""Plots bench_step.py's JSON: host and GPU microseconds per step, idxplan beside the
-torch baseline, one group of bars a step size.
+"""Plots bench_step.py's JSON: host (and, where the table has them, GPU) microseconds
+per step, idxplan beside the torch baseline, one group of bars a step size.
 
     python3 benchmarks/python/plot.py bench.json docs/python_bench.png"""
 
@@ -18,11 +18,15 @@ def main(source, target):
     with open(source) as f:
         rows = json.load(f)
     steps = [r["step"] for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    # The GPU panel where the table has GPU times.
+    panels = [("host", "host time a step (Python)")]
+    if all("ours_gpu_us" in r and "torch_gpu_us" in r for r in rows):
+        panels.append(("gpu", "GPU time a step (graph replay)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels) + 0.5, 4.2), squeeze=False)
+    axes = axes[0]
     width = 0.38
     x = range(len(steps))
-    for ax, kind, title in ((axes[0], "host", "host time a step (Python)"),
-                            (axes[1], "gpu", "GPU time a step")):
+    for ax, (kind, title) in zip(axes, panels):
         ours = [r[f"ours_{kind}_us"] for r in rows]
         torch = [r[f"torch_{kind}_us"] for r in rows]
         ax.bar([i - width / 2 for i in x], torch, width, label="torch ops (a Python builder)", color="#c44e52")
@@ -37,7 +41,7 @@ def main(source, target):
         ax.set_title(title)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9)
-    fig.suptitle("One indexer step's metadata from Python on an H200 (DeepSeek-V4.1 indexer, MTP next_n 2)")
+    fig.suptitle("One indexer step's metadata from Python on an H200\n(DeepSeek-V4.1 indexer, MTP next_n 2)", fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(target, dpi=110)
 

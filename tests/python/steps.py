@@ -5,6 +5,10 @@ padded; prefills cut into chunks, with and without gathers; requests with no row
 
 import random
 
+import numpy as np
+
+import idxplan
+
 # Small geometries, so prefills cut and schedules exist on small steps.
 CONFIGS = [
     dict(num_speculative_tokens=1, max_model_len=65536, candidate_block_size=8,
@@ -70,3 +74,11 @@ def step_json(step):
 
 def rng_for(seed):
     return random.Random(seed)
+
+
+def host_inputs(step):
+    """The step's exact lengths, query_start_loc and block table as host StepInputs."""
+    table = np.array(step["block_table"], dtype=np.int32).reshape(len(step["seq_lens"]), step["stride"])
+    return idxplan.StepInputs(seq_lens=np.array(step["seq_lens"], dtype=np.int32),
+                              query_start_loc=np.array(step["query_start_loc"], dtype=np.int32),
+                              block_table=table)

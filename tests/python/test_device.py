@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import idxplan
-from steps import CONFIGS, random_step, rng_for
+from steps import CONFIGS, host_inputs, random_step, rng_for
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not (idxplan.has_device and torch.cuda.is_available()),
@@ -31,13 +31,6 @@ def inputs_for(step, device):
                               query_start_loc=torch.tensor(step["query_start_loc"], dtype=torch.int32,
                                                            device=device),
                               block_table=table.to(device))
-
-
-def host_inputs_for(step):
-    table = np.array(step["block_table"], dtype=np.int32).reshape(len(step["seq_lens"]), step["stride"])
-    return idxplan.StepInputs(seq_lens=np.array(step["seq_lens"], dtype=np.int32),
-                              query_start_loc=np.array(step["query_start_loc"], dtype=np.int32),
-                              block_table=table)
 
 
 def cuda_outputs(g, always):
@@ -67,7 +60,7 @@ def test_enqueue_matches_fill_step_buffers_on_random_steps():
         device = cuda_outputs(g, always)  # poisoned, both sides
         host = host_outputs(g, always)
         idxplan.enqueue(g, plan, inputs_for(step, "cuda"), device, stream())
-        idxplan.fill_step_buffers(g, plan, host_inputs_for(step), host)
+        idxplan.fill_step_buffers(g, plan, host_inputs(step), host)
         torch.cuda.synchronize()
         for name in device.names:
             got, want = device[name].cpu().numpy(), host[name]
@@ -93,7 +86,7 @@ def test_launch_views_are_slices_of_the_callers_tensors():
         step = random_step(CONFIGS[0], rng)
         plan = planner.plan(step["query_start_loc"], step["seq_lens_upper_bound"], step["num_tokens"])
         inputs, device = inputs_for(step, "cuda"), cuda_outputs(g, False)
-        host_in, host = host_inputs_for(step), host_outputs(g, False)
+        host_in, host = host_inputs(step), host_outputs(g, False)
         idxplan.enqueue(g, plan, inputs, device, stream())
         idxplan.fill_step_buffers(g, plan, host_in, host)
         torch.cuda.synchronize()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import idxplan
-from steps import CONFIGS, random_step, rng_for, step_json
+from steps import CONFIGS, host_inputs, random_step, rng_for, step_json
 
 CLI = os.environ.get("IDXPLAN_CLI")
 STEPS = 300
@@ -26,13 +26,6 @@ def cli_plan(config, step):
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
-
-
-def host_inputs(step):
-    table = np.array(step["block_table"], dtype=np.int32).reshape(len(step["seq_lens"]), step["stride"])
-    return idxplan.StepInputs(seq_lens=np.array(step["seq_lens"], dtype=np.int32),
-                              query_start_loc=np.array(step["query_start_loc"], dtype=np.int32),
-                              block_table=table)
 
 
 def random_steps(seed, count):

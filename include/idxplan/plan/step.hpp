@@ -31,16 +31,24 @@ inline constexpr int64_t kUnpaddedTokens = -1;
 
 // Grows a plan's arrays to the most any step of this geometry needs, so that
 // planning into it never allocates.
-inline void reserve(StepPlan& plan, const Geometry& g) {
-  // make_geometry bounds these bytes by kMaxReservedPlanBytes.
-  const PlanCapacity capacity =
-      PlanCapacity::of(g.config().max_num_batched_tokens, g.config().max_num_seqs);
+namespace detail {
+
+// Grows the plan's arrays to `capacity` (a no-op where they are that big):
+// the plan's values stay as they were, even if an allocation throws.
+inline void reserve(StepPlan& plan, const PlanCapacity& capacity) {
   const auto chunks = static_cast<std::size_t>(capacity.chunks);
   plan.splits.reserve(chunks);
   plan.prefill.reserve(chunks);
   plan.pieces.reserve(static_cast<std::size_t>(capacity.pieces));
   plan.chunk_groups.reserve(chunks);
   plan.gather_launches.reserve(chunks);
+}
+
+}  // namespace detail
+
+inline void reserve(StepPlan& plan, const Geometry& g) {
+  // make_geometry bounds these bytes by kMaxReservedPlanBytes.
+  detail::reserve(plan, PlanCapacity::of(g.config().max_num_batched_tokens, g.config().max_num_seqs));
 }
 
 // What check_step learns of a valid step on its way.
@@ -125,13 +133,7 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
   const int32_t num_reqs = static_cast<int32_t>(seq_lens_upper_bound.size());
   const int32_t ratio = g.config().compress_ratio;
   // A no-op once the plan is warm (reserve() makes it warm for every step).
-  const PlanCapacity capacity = PlanCapacity::of(split.num_prefill_tokens, num_reqs);
-  const auto chunks = static_cast<std::size_t>(capacity.chunks);
-  plan.splits.reserve(chunks);
-  plan.prefill.reserve(chunks);
-  plan.pieces.reserve(static_cast<std::size_t>(capacity.pieces));
-  plan.chunk_groups.reserve(chunks);
-  plan.gather_launches.reserve(chunks);
+  detail::reserve(plan, PlanCapacity::of(split.num_prefill_tokens, num_reqs));
 
   // Nothing below throws or allocates.
   plan.geometry = g.fingerprint();

@@ -218,6 +218,11 @@ constexpr const char* kOutputNames[] = {"context_lens",       "decode_row_lens",
                                         "decode_block_table", "prefill_row_ends", "prefill_block_ends",
                                         "prefill_query_start_loc", "decode_schedule"};
 constexpr int kOutputs = 8;
+// Each output's index among them, in kOutputNames' (and StepOutputs') order.
+enum OutputIndex : int {
+  kContextLens, kDecodeRowLens, kDecodeBlockEnds, kDecodeBlockTable,
+  kPrefillRowEnds, kPrefillBlockEnds, kPrefillQueryStartLoc, kDecodeSchedule,
+};
 
 // The caller's step outputs, read once.
 struct PyStepOutputs {
@@ -226,7 +231,7 @@ struct PyStepOutputs {
   Memory memory = Memory::host;
 
   PyStepOutputs(const py::handle (&objects)[kOutputs], bool always_write_decode_block_table) {
-    for (int k = 0; k < kOutputs; ++k) arrays[k] = read_array(objects[k], kOutputNames[k], k == 3 ? 2 : 1);
+    for (int k = 0; k < kOutputs; ++k) arrays[k] = read_array(objects[k], kOutputNames[k], k == kDecodeBlockTable ? 2 : 1);
     memory = arrays[0].memory;
     for (int k = 1; k < kOutputs; ++k) {
       if (arrays[k].memory != memory) {
@@ -239,8 +244,8 @@ struct PyStepOutputs {
                                       &raw.prefill_row_ends,   &raw.prefill_block_ends,
                                       &raw.prefill_query_start_loc, &raw.decode_schedule};
     for (int k = 0; k < kOutputs; ++k) *fields[k] = OutputBuffer{arrays[k].data, arrays[k].words};
-    if (arrays[3].row_stride > 0x7FFFFFFF) fail("decode_block_table's row stride does not fit int32");
-    raw.decode_block_table_stride = static_cast<int32_t>(arrays[3].row_stride);
+    if (arrays[kDecodeBlockTable].row_stride > 0x7FFFFFFF) fail("decode_block_table's row stride does not fit int32");
+    raw.decode_block_table_stride = static_cast<int32_t>(arrays[kDecodeBlockTable].row_stride);
     raw.always_write_decode_block_table = always_write_decode_block_table;
   }
 };
@@ -278,15 +283,15 @@ py::dict decode_view(const Geometry& g, const StepPlan& plan, const PyStepInputs
   const int64_t rows = int64_t{l.num_seqs} * l.next_n;
   d["num_seqs"] = l.num_seqs;
   d["next_n"] = l.next_n;
-  d["context_lens"] = slice_at(l.context_lens, l.num_seqs, {&o[0], &o[1]});
-  d["row_ends"] = slice_at(l.row_ends, rows, {&o[1]});
-  d["block_ends"] = slice_at(l.block_ends, rows, {&o[2]});
-  d["block_table"] = slice_at(l.block_table, l.num_seqs, {&in.block_table, &o[3]});
+  d["context_lens"] = slice_at(l.context_lens, l.num_seqs, {&o[kContextLens], &o[kDecodeRowLens]});
+  d["row_ends"] = slice_at(l.row_ends, rows, {&o[kDecodeRowLens]});
+  d["block_ends"] = slice_at(l.block_ends, rows, {&o[kDecodeBlockEnds]});
+  d["block_table"] = slice_at(l.block_table, l.num_seqs, {&in.block_table, &o[kDecodeBlockTable]});
   d["block_table_stride"] = l.block_table_stride;
   d["max_blocks"] = l.max_blocks;
-  d["row_block_table"] = slice_at(l.row_block_table, rows, {&in.block_table, &o[3]});
+  d["row_block_table"] = slice_at(l.row_block_table, rows, {&in.block_table, &o[kDecodeBlockTable]});
   d["row_block_table_stride"] = l.row_block_table_stride;
-  d["schedule"] = slice_at(l.schedule, int64_t{kDescriptorWords} * l.num_ctas, {&o[7]});
+  d["schedule"] = slice_at(l.schedule, int64_t{kDescriptorWords} * l.num_ctas, {&o[kDecodeSchedule]});
   d["num_ctas"] = l.num_ctas;
   d["use_gather"] = l.use_gather;
   d["in_place"] = l.in_place;
@@ -304,10 +309,10 @@ py::dict prefill_view(const Geometry& g, const StepPlan& plan, std::size_t i, co
   d["first_request"] = l.first_request;
   d["num_reqs"] = l.num_reqs;
   d["width"] = l.width;
-  d["context_lens"] = slice_at(l.context_lens, l.num_reqs, {&o[0]});
-  d["row_ends"] = slice_at(l.row_ends, rows, {&o[4]});
-  d["block_ends"] = slice_at(l.block_ends, rows, {&o[5]});
-  d["query_start_loc"] = slice_at(l.query_start_loc, l.num_reqs + 1, {&o[6]});
+  d["context_lens"] = slice_at(l.context_lens, l.num_reqs, {&o[kContextLens]});
+  d["row_ends"] = slice_at(l.row_ends, rows, {&o[kPrefillRowEnds]});
+  d["block_ends"] = slice_at(l.block_ends, rows, {&o[kPrefillBlockEnds]});
+  d["query_start_loc"] = slice_at(l.query_start_loc, l.num_reqs + 1, {&o[kPrefillQueryStartLoc]});
   d["block_table"] = slice_at(l.block_table, l.num_reqs, {&in.block_table});
   d["block_table_stride"] = l.block_table_stride;
   d["max_blocks"] = l.max_blocks;
@@ -324,9 +329,9 @@ py::dict candidate_view(const Geometry& g, const StepPlan& plan, std::size_t i, 
   d["token_start"] = l.token_start;
   d["token_end"] = l.token_end;
   d["request"] = l.request;
-  d["context_len"] = slice_at(l.context_len, 1, {&o[0]});
-  d["row_ends"] = slice_at(l.row_ends, rows, {&o[4]});
-  d["block_ends"] = slice_at(l.block_ends, rows, {&o[5]});
+  d["context_len"] = slice_at(l.context_len, 1, {&o[kContextLens]});
+  d["row_ends"] = slice_at(l.row_ends, rows, {&o[kPrefillRowEnds]});
+  d["block_ends"] = slice_at(l.block_ends, rows, {&o[kPrefillBlockEnds]});
   d["block_table"] = slice_at(l.block_table, 1, {&in.block_table});
   d["block_table_stride"] = l.block_table_stride;
   return d;

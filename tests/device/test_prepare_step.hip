@@ -316,8 +316,10 @@ TEST_F(PrepareStep, RefusesBuffersTooSmallAndLaunchesNothing) {
 TEST(LaunchGrid, GivesEachBufferItsOwnBlocks) {
   StepArgs a;
   a.num_reqs = 300;                     // 2 blocks of contexts
-  a.num_decode_rows = 600;              // 3 of decode rows
-  a.num_block_cols = 10;                // 3 quads a row: 8 blocks of table
+  a.num_decodes = 400;                  // 400 decode requests and 200 padding rows:
+  a.num_decode_rows = 600;              // 3 blocks of decode rows
+  a.num_real_decode_rows = 400;
+  a.num_block_cols = 10;                // 3 quads an item: 8 blocks of table
   a.num_decode_tokens = 600;
   a.num_tokens = 600 + 1000;            // 4 of prefill rows
   a.word_begin = 5;

@@ -3,9 +3,12 @@
 #pragma once
 
 // The fused prepare kernel: one launch a step fills every step buffer from the
-// device lengths and the host plan (docs/design.md section 6). Its bodies are
-// the CPU reference's, from plan/buffers.hpp, called unchanged. enqueue()
-// neither allocates nor synchronises nor reads device memory.
+// device lengths and the host plan (docs/design.md section 6). Its formulas
+// are the CPU reference's (plan/buffers.hpp, plan/rows.hpp), called
+// unchanged; where the reference walks decode rows, the kernel walks decode
+// requests, each writing its own rows, and the GPU tests check that the two
+// agree word for word. enqueue() neither allocates nor synchronises nor
+// reads device memory.
 //
 // Graphs: the step's sizes travel in the kernel's arguments, so a captured
 // enqueue() would replay the captured step's sizes on every later step. The
@@ -40,8 +43,8 @@ enum class Part : int32_t {
   schedule,         // decode_schedule, kSlotsPerBlock slots a block
   packed_offsets,   // prefill_query_start_loc
   contexts,         // context_lens
-  decode_rows,      // decode_row_lens, decode_block_ends
-  decode_table,     // decode_block_table, four columns a thread
+  decode_rows,      // decode_row_lens, decode_block_ends, a request a thread
+  decode_table,     // decode_block_table, a request's four columns a thread
   prefill_rows,     // prefill_row_ends, prefill_block_ends
 };
 inline constexpr int kParts = 6;
@@ -56,19 +59,19 @@ struct LaunchGrid {
   IDXPLAN_HD int32_t first(int p) const { return p == 0 ? 0 : end[p - 1]; }
 };
 
-// Decode offsets the decode_rows and decode_table parts copy to shared
-// memory for flattened rows, whose request each row searches for: the
-// num_decodes + 1 offsets of fewer than 8192 requests (32 KiB at most); more
-// requests search device memory.
-inline constexpr int32_t kMaxStagedDecodeOffsets = 8192;
-IDXPLAN_HD bool stages_decode_offsets(const StepArgs& a) {
-  return !a.packing_only && a.native_next_n == 0 && a.num_decode_rows > 0 &&
-         a.num_decodes < kMaxStagedDecodeOffsets;
+// The items of decode_rows: each decode request, then each graph padding
+// row past the real ones.
+IDXPLAN_HD int64_t decode_row_items(const StepArgs& a) {
+  return int64_t{a.num_decodes} + a.num_decode_rows - a.num_real_decode_rows;
 }
 
-// Four consecutive block-table columns a thread of decode_table.
+// Four consecutive block-table columns (a quad) a thread of decode_table,
+// whose items are each decode request's quads, then each padding row's.
 IDXPLAN_HD int32_t decode_table_quads(const StepArgs& a) {
   return (a.num_block_cols + 3) / 4;
+}
+IDXPLAN_HD int64_t decode_table_items(const StepArgs& a) {
+  return decode_row_items(a) * decode_table_quads(a);
 }
 
 // The grid of launch `a`: each part gets a block per kPrepareThreads items
@@ -85,8 +88,8 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
       schedule ? static_cast<int32_t>(ceil_div(a.schedule.num_ctas, kSlotsPerBlock)) : 0,
       blocks(int64_t{a.word_end} - a.word_begin, kPrepareThreads),
       full ? blocks(a.num_reqs, kPrepareThreads) : 0,
-      full ? blocks(a.num_decode_rows, kPrepareThreads) : 0,
-      full ? blocks(int64_t{a.num_decode_rows} * decode_table_quads(a), kPrepareThreads) : 0,
+      full ? blocks(decode_row_items(a), kPrepareThreads) : 0,
+      full ? blocks(decode_table_items(a), kPrepareThreads) : 0,
       full ? blocks(int64_t{a.num_tokens} - a.num_decode_tokens, kPrepareThreads) : 0,
   };
   LaunchGrid g;
@@ -257,65 +260,119 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
   }
 }
 
+// Decode request r's rows [begin, end) and its query length. The device
+// query_start_loc is the step's (docs/design.md 6), and the bounds keep a
+// broken one's rows within the step's real rows, so within the buffers.
+struct RequestRows {
+  int32_t first = 0;      // the request's first row, as query_start_loc says
+  int32_t query_len = 0;
+  int32_t begin = 0;
+  int32_t end = 0;
+};
+__device__ inline RequestRows request_rows(const StepArgs& a, int32_t r) {
+  RequestRows rows;
+  rows.first = a.native_next_n > 0 ? r * a.native_next_n : a.in.query_start_loc[r];
+  rows.query_len = a.native_next_n > 0 ? a.native_next_n : a.in.query_start_loc[r + 1] - rows.first;
+  const int32_t last = rows.first + rows.query_len;
+  rows.begin = rows.first > 0 ? rows.first : 0;
+  rows.end = last < a.num_real_decode_rows ? last : a.num_real_decode_rows;
+  return rows;
+}
+
+// decode_row_lens and decode_block_ends. Items [0, num_decodes) are the
+// requests, each writing its own rows, so no thread searches for a row's
+// request; the items after them are the graph padding rows, zeros.
+__device__ inline void write_decode_rows(const StepArgs& a, int64_t start, int64_t stride) {
+  const int64_t count = decode_row_items(a);
+  for (int64_t i = start; i < count; i += stride) {
+    const auto item = static_cast<int32_t>(i);
+    const bool request = item < a.num_decodes;
+    RequestRows rows;
+    int32_t seq_len = 0;
+    if (request) {
+      rows = request_rows(a, item);
+      seq_len = decode_seq_len_at(a, item);
+    } else {
+      rows.begin = a.num_real_decode_rows + item - a.num_decodes;
+      rows.end = rows.begin + 1;
+    }
+    for (int32_t row = rows.begin; row < rows.end; ++row) {
+      const int32_t len =
+          request ? decode_row_len(seq_len, rows.query_len, row - rows.first, a.by_compress_ratio) : 0;
+      a.out.decode_row_lens.data[row] = len;
+      if (a.candidate_block_size > 0) a.out.decode_block_ends.data[row] = block_end(len, a.candidate_block_size);
+    }
+  }
+}
+
 // The decode block table, four consecutive columns (a quad) a thread, as
-// one 16-byte load and store when both tables' rows are 16-byte aligned. It
-// is most of a big step's bytes, so each thread has kInFlight quads' loads
-// in flight before it stores any.
-__device__ inline void copy_decode_table(const StepArgs& a, const int32_t* qsl, int64_t start, int64_t stride) {
+// one 16-byte load and store when both tables' rows are 16-byte aligned.
+// Items [0, requests) are request r's quads: a thread loads the quad of the
+// engine's row r once and stores it to each of the request's rows, so no
+// thread searches for a row's request. The items after them zero the graph
+// padding rows' quads. The table is most of a big step's bytes, so each
+// thread has kInFlight items' loads in flight before it stores any.
+__device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64_t stride) {
   constexpr int kInFlight = 4;
   const int32_t quads = decode_table_quads(a);
   const bool vector_rows = a.in.block_table_stride % 4 == 0 && a.out.decode_block_table_stride % 4 == 0 &&
                            reinterpret_cast<uintptr_t>(a.in.block_table) % 16 == 0 &&
                            reinterpret_cast<uintptr_t>(a.out.decode_block_table.data) % 16 == 0;
-  const int64_t count = int64_t{a.num_decode_rows} * quads;
+  const int64_t requests = int64_t{a.num_decodes} * quads;
+  const int64_t count = requests + int64_t{a.num_decode_rows - a.num_real_decode_rows} * quads;
   for (int64_t q0 = start; q0 < count; q0 += kInFlight * stride) {
-    int32_t row[kInFlight], col[kInFlight];
-    const int32_t* src[kInFlight];
+    int32_t first_row[kInFlight], end_row[kInFlight], col[kInFlight];
     int4 v[kInFlight];
 #pragma unroll
     for (int k = 0; k < kInFlight; ++k) {
-      // rows x quads is under 2^31 (make_geometry bounds the table), so this
-      // is a 32-bit division.
-      const auto q = static_cast<int32_t>(q0 + k * stride < count ? q0 + k * stride : 0);
-      row[k] = idxplan::detail::div32(q, quads);
-      col[k] = (q - row[k] * quads) * 4;
-      const int32_t r = q0 + k * stride < count ? decode_row_request(a, qsl, row[k]) : -1;
-      src[k] = r < 0 ? nullptr : a.in.block_table + int64_t{r} * a.in.block_table_stride;  // null: a padding row
-      v[k] = vector_rows && src[k] != nullptr && col[k] + 4 <= a.num_block_cols
-                 ? *reinterpret_cast<const int4*>(src[k] + col[k])
-                 : make_int4(0, 0, 0, 0);
+      const int64_t q = q0 + k * stride;
+      const bool request = q < requests;
+      // Request r, or padding row p past the real rows. 64-bit only when
+      // the step's requests hold 2^31 quads (many without rows).
+      const int64_t item = request ? q : q - requests;
+      const int32_t r = item < 0x7FFFFFFF ? idxplan::detail::div32(static_cast<int32_t>(item), quads)
+                                          : static_cast<int32_t>(item / quads);
+      col[k] = static_cast<int32_t>(item - int64_t{r} * quads) * 4;
+      if (!request) {
+        first_row[k] = q < count ? a.num_real_decode_rows + r : 0;
+        end_row[k] = q < count ? first_row[k] + 1 : 0;
+        v[k] = make_int4(0, 0, 0, 0);
+        continue;
+      }
+      const RequestRows rows = request_rows(a, r);
+      first_row[k] = rows.begin;
+      end_row[k] = rows.end;
+      const int32_t* src = a.in.block_table + int64_t{r} * a.in.block_table_stride + col[k];
+      if (vector_rows && col[k] + 4 <= a.num_block_cols) {
+        v[k] = *reinterpret_cast<const int4*>(src);
+      } else {
+        const int32_t n = a.num_block_cols - col[k];
+        v[k] = make_int4(src[0], n > 1 ? src[1] : 0, n > 2 ? src[2] : 0, n > 3 ? src[3] : 0);
+      }
     }
 #pragma unroll
     for (int k = 0; k < kInFlight; ++k) {
-      if (q0 + k * stride >= count) break;
-      int32_t* dst = a.out.decode_block_table.data + int64_t{row[k]} * a.out.decode_block_table_stride;
-      if (vector_rows && col[k] + 4 <= a.num_block_cols) {
-        *reinterpret_cast<int4*>(dst + col[k]) = v[k];
-        continue;
+      const int32_t n = a.num_block_cols - col[k];
+      for (int32_t row = first_row[k]; row < end_row[k]; ++row) {
+        int32_t* dst = a.out.decode_block_table.data + int64_t{row} * a.out.decode_block_table_stride + col[k];
+        if (vector_rows && n >= 4) {
+          *reinterpret_cast<int4*>(dst) = v[k];
+          continue;
+        }
+        dst[0] = v[k].x;
+        if (n > 1) dst[1] = v[k].y;
+        if (n > 2) dst[2] = v[k].z;
+        if (n > 3) dst[3] = v[k].w;
       }
-      for (int32_t c = col[k]; c < col[k] + 4 && c < a.num_block_cols; ++c) dst[c] = src[k] ? src[k][c] : 0;
     }
   }
-}
-
-// query_start_loc [0, num_decodes] for the flattened decode rows' searches:
-// a copy in shared memory when stages_decode_offsets(a), so each of a row's
-// search steps is a shared-memory load rather than a device one.
-__device__ inline const int32_t* decode_offsets(const StepArgs& a, int32_t* shared) {
-  if (!stages_decode_offsets(a)) return a.in.query_start_loc;
-#pragma unroll 4
-  for (int32_t r = static_cast<int32_t>(threadIdx.x); r <= a.num_decodes; r += kPrepareThreads) {
-    shared[r] = a.in.query_start_loc[r];
-  }
-  __syncthreads();
-  return shared;
 }
 
 template <int kItems>
 __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const StepArgs a, const LaunchGrid grid) {
   constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
   __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
-  extern __shared__ int32_t first[];  // shared_bytes(): the schedule's, or the decode offsets
+  extern __shared__ int32_t first[];  // shared_bytes(): the schedule's scan
   const int tid = static_cast<int>(threadIdx.x);
   const auto b = static_cast<int32_t>(blockIdx.x);
 
@@ -359,17 +416,11 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
         a.out.context_lens.data[r] = context_len_at(a, static_cast<int32_t>(r));
       }
       break;
-    case Part::decode_rows: {
-      const int32_t* qsl = decode_offsets(a, first);
-      for (int64_t i = start; i < a.num_decode_rows; i += stride) {
-        const int32_t len = decode_row_len_at(a, qsl, static_cast<int32_t>(i));
-        a.out.decode_row_lens.data[i] = len;
-        if (a.candidate_block_size > 0) a.out.decode_block_ends.data[i] = block_end(len, a.candidate_block_size);
-      }
+    case Part::decode_rows:
+      write_decode_rows(a, start, stride);
       break;
-    }
     case Part::decode_table:
-      copy_decode_table(a, decode_offsets(a, first), start, stride);
+      copy_decode_table(a, start, stride);
       break;
     case Part::prefill_rows:
       for (int64_t t = a.num_decode_tokens + start; t < a.num_tokens; t += stride) {
@@ -385,13 +436,10 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
 
 }  // namespace detail
 
-// Dynamic shared memory of a launch, for the schedule's scan (work + 1
-// words) or the staged decode offsets (num_decodes + 1), whichever is more.
+// Dynamic shared memory of a launch: the schedule's scan, work + 1 words.
 inline std::size_t shared_bytes(const StepArgs& a) {
-  std::size_t words = 0;
-  if (a.schedule.present() && !a.packing_only) words = static_cast<std::size_t>(a.schedule.work) + 1;
-  if (stages_decode_offsets(a)) words = std::max(words, static_cast<std::size_t>(a.num_decodes) + 1);
-  return sizeof(int32_t) * words;
+  if (!a.schedule.present() || a.packing_only) return 0;
+  return sizeof(int32_t) * (static_cast<std::size_t>(a.schedule.work) + 1);
 }
 
 // Launches `a` on `stream` over `grid` (launch_grid's), the kernel built for

@@ -365,30 +365,24 @@ IDXPLAN_HD int32_t context_len_at(const StepArgs& a, int32_t r) {
 // The request decode row i belongs to, or -1 for a graph padding row.
 // The host's query_start_loc is the device's, so the plan's row counts and
 // native shape stand for device reads: a native request r holds rows
-// [r * next_n, (r + 1) * next_n). `qsl` holds the step's query_start_loc
-// [0, num_decodes], where the kernel may have copied it (shared memory).
-IDXPLAN_HD int32_t decode_row_request(const StepArgs& a, const int32_t* qsl, int32_t i) {
+// [r * next_n, (r + 1) * next_n).
+IDXPLAN_HD int32_t decode_row_request(const StepArgs& a, int32_t i) {
   if (i >= a.num_real_decode_rows) return -1;
   // Native: every real request has next_n rows, so no search.
   if (a.native_next_n > 0) return i / a.native_next_n;
-  return find_request(qsl, 0, a.num_decodes, i);
-}
-IDXPLAN_HD int32_t decode_row_request(const StepArgs& a, int32_t i) {
-  return decode_row_request(a, a.in.query_start_loc, i);
+  return find_request(a.in.query_start_loc, 0, a.num_decodes, i);
 }
 
-IDXPLAN_HD int32_t decode_row_len_at(const StepArgs& a, const int32_t* qsl, int32_t i) {
-  const int32_t r = decode_row_request(a, qsl, i);
+IDXPLAN_HD int32_t decode_row_len_at(const StepArgs& a, int32_t i) {
+  const int32_t r = decode_row_request(a, i);
   if (r < 0) return 0;
   if (a.native_next_n > 0) {
     return decode_row_len(decode_seq_len_at(a, r), a.native_next_n, i - r * a.native_next_n,
                           a.by_compress_ratio);
   }
-  const int32_t start = qsl[r];
-  return decode_row_len(decode_seq_len_at(a, r), qsl[r + 1] - start, i - start, a.by_compress_ratio);
-}
-IDXPLAN_HD int32_t decode_row_len_at(const StepArgs& a, int32_t i) {
-  return decode_row_len_at(a, a.in.query_start_loc, i);
+  const int32_t start = a.in.query_start_loc[r];
+  return decode_row_len(decode_seq_len_at(a, r), a.in.query_start_loc[r + 1] - start, i - start,
+                        a.by_compress_ratio);
 }
 
 // Row end of step token t, a prefill token; 0 for padding past the last request.

@@ -9,7 +9,7 @@ side; the baseline's buffers are checked against idxplan's before timing.
     PYTHONPATH=<build>/python python3 benchmarks/python/bench_step.py [--json out.json]
 
 Host time is wall time per step of the step's calls with the GPU left to run behind
-(no synchronisation inside the timed loop); GPU time is one step captured in a CUDA
+(no synchronisation inside the timed loop); GPU time is 20 steps captured in one CUDA
 graph and replayed between CUDA events. Medians over repeats."""
 
 import argparse
@@ -24,6 +24,7 @@ import idxplan
 
 STEPS = 200     # steps a timing covers
 REPEATS = 9     # timings a median is taken over
+GRAPH_STEPS = 20  # steps one CUDA graph holds, for the GPU time
 
 
 def spread_context(r):
@@ -224,21 +225,23 @@ def median_host_us(run, stream):
 
 
 def median_gpu_us(run):
-    """GPU microseconds per step: one step's launches captured in a CUDA graph and
-    replayed STEPS times between events, median over REPEATS (the host is then out of
-    the way, so this is the GPU's own time for the step's work)."""
+    """GPU microseconds per step: GRAPH_STEPS copies of one step's launches captured in
+    one CUDA graph, replayed between events for STEPS steps in all, median over
+    REPEATS. The host is then out of the way: a graph of one step would time Python's
+    replay() calls instead, which take longer than idxplan's step takes on the GPU."""
     graph = torch.cuda.CUDAGraph()
     capture = torch.cuda.Stream()
     with torch.cuda.stream(capture):
         run(capture.cuda_stream)  # warm-up on the capture stream
         torch.cuda.synchronize()
         with torch.cuda.graph(graph, stream=capture):
-            run(capture.cuda_stream)
+            for _ in range(GRAPH_STEPS):
+                run(capture.cuda_stream)
     gpu = []
     for rep in range(REPEATS + 2):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(STEPS):
+        for _ in range(STEPS // GRAPH_STEPS):
             graph.replay()
         stop.record()
         torch.cuda.synchronize()

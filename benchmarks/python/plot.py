@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: Copyright idxplan contributors
-"""Plots bench_step.py's JSON: host (and, where the table has them, GPU) microseconds
-per step, idxplan beside the torch baseline, one group of bars a step size.
+"""Plots bench_step.py's JSON: host (and, where the tables have them, GPU) microseconds
+per step, idxplan beside the torch baseline, one group of bars a step size. Given
+several runs' tables, each bar is the median of the runs.
 
-    python3 benchmarks/python/plot.py bench.json docs/python_bench.png"""
+    python3 benchmarks/python/plot.py run1.json [run2.json ...] docs/python_bench.png"""
 
 import json
+import statistics
 import sys
 
 import matplotlib
@@ -14,9 +16,24 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def main(source, target):
-    with open(source) as f:
-        rows = json.load(f)
+def median_rows(sources):
+    """The runs' tables as one: each step's numbers the median of the runs'."""
+    runs = []
+    for source in sources:
+        with open(source) as f:
+            runs.append(json.load(f))
+    rows = []
+    for i, first in enumerate(runs[0]):
+        same = [run[i] for run in runs]
+        if any(r["step"] != first["step"] for r in same):
+            sys.exit(f"plot.py: the runs' tables list different steps at row {i}")
+        keys = [k for k in first if k.endswith("_us") and all(k in r for r in same)]
+        rows.append(dict(step=first["step"], **{k: statistics.median(r[k] for r in same) for k in keys}))
+    return rows
+
+
+def main(sources, target):
+    rows = median_rows(sources)
     steps = [r["step"] for r in rows]
     # The GPU panel where the table has GPU times.
     panels = [("host", "host time a step (Python)")]
@@ -41,10 +58,14 @@ def main(source, target):
         ax.set_title(title)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9)
-    fig.suptitle("One indexer step's metadata from Python on an H200\n(DeepSeek-V4.1 indexer, MTP next_n 2)", fontsize=10)
+    runs = f", median of {len(sources)} runs" if len(sources) > 1 else ""
+    fig.suptitle(f"One indexer step's metadata from Python on an H200{runs}\n(DeepSeek-V4.1 indexer, MTP next_n 2)",
+                 fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(target, dpi=110)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    main(sys.argv[1:-1], sys.argv[-1])

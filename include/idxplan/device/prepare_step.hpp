@@ -319,7 +319,7 @@ __device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64
                            reinterpret_cast<uintptr_t>(a.in.block_table) % 16 == 0 &&
                            reinterpret_cast<uintptr_t>(a.out.decode_block_table.data) % 16 == 0;
   const int64_t requests = int64_t{a.num_decodes} * quads;
-  const int64_t count = requests + int64_t{a.num_decode_rows - a.num_real_decode_rows} * quads;
+  const int64_t count = decode_table_items(a);
   for (int64_t q0 = start; q0 < count; q0 += kInFlight * stride) {
     int32_t first_row[kInFlight], end_row[kInFlight], col[kInFlight];
     int4 v[kInFlight];
@@ -327,8 +327,8 @@ __device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64
     for (int k = 0; k < kInFlight; ++k) {
       const int64_t q = q0 + k * stride;
       const bool request = q < requests;
-      // Request r, or padding row p past the real rows. 64-bit only when
-      // the step's requests hold 2^31 quads (many without rows).
+      // r: the request, or the padding row past the real rows. 64-bit only
+      // when the step's requests hold 2^31 quads (many without rows).
       const int64_t item = request ? q : q - requests;
       const int32_t r = item < 0x7FFFFFFF ? idxplan::detail::div32(static_cast<int32_t>(item), quads)
                                           : static_cast<int32_t>(item / quads);

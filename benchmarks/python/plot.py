@@ -22,6 +22,8 @@ def median_rows(sources):
     for source in sources:
         with open(source) as f:
             runs.append(json.load(f))
+    if any(len(run) != len(runs[0]) for run in runs):
+        sys.exit("plot.py: the runs' tables have different numbers of steps")
     rows = []
     for i, first in enumerate(runs[0]):
         same = [run[i] for run in runs]

@@ -2,10 +2,11 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The step buffers of docs/design.md section 6, as functions of one index. The
-// device kernel (device/prepare_step.hpp) calls these bodies unchanged; on the
-// CPU, fill_step_buffers() runs them over every index, which is the reference
-// the tests and the idxplan command use.
+// The step buffers of docs/design.md section 6, as functions of one index. On
+// the CPU, fill_step_buffers() runs them over every index, which is the
+// reference the tests and the idxplan command use. The device kernel
+// (device/prepare_step.hpp) calls them unchanged, except that its decode
+// parts walk requests with the same row formulas (rows.hpp).
 
 #include <algorithm>
 #include <cstddef>
@@ -337,16 +338,6 @@ inline void check_step_args(const StepArgs& a) {
 }
 
 // The bodies: each a function of one index.
-
-// The request in [lo, hi) whose tokens hold token t: the last r with
-// qsl[r] <= t, so zero-length requests before it are skipped.
-IDXPLAN_HD int32_t find_request(const int32_t* qsl, int32_t lo, int32_t hi, int32_t t) {
-  while (hi - lo > 1) {
-    const int32_t mid = lo + (hi - lo) / 2;
-    if (qsl[mid] <= t) lo = mid; else hi = mid;
-  }
-  return lo;
-}
 
 // The exact lengths the device reads, within the host's bounds (rows.hpp):
 // a broken engine's lengths cannot make a row reach past the plan's widths

@@ -9,27 +9,26 @@
 #include <cstdint>
 
 #include "idxplan/config.hpp"
+#include "idxplan/host_device.hpp"
 #include "idxplan/plan/span.hpp"
 #include "idxplan/plan/types.hpp"
 
 namespace idxplan {
 
-namespace detail {
-
 // The request in [lo, hi) that owns step token t, for qsl[lo] <= t <
 // qsl[hi]: the last r with qsl[r] <= t, so requests with no rows before it
 // are skipped (the reference's bisect_right). A binary search, so a chunk
-// costs log(requests), never the group's whole request range.
-template <class Qsl>
-int64_t owning_request(const Qsl& query_start_loc, int64_t lo, int64_t hi, int64_t t) {
+// costs log(requests), never the group's whole request range. Any indexable
+// qsl: the planner's host ranges (Index int64) and the device's pointer
+// (int32, in plan/buffers.hpp's bodies).
+template <class Qsl, class Index>
+IDXPLAN_HD Index find_request(const Qsl& qsl, Index lo, Index hi, Index t) {
   while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (at(query_start_loc, static_cast<std::size_t>(mid)) <= t) lo = mid; else hi = mid;
+    const Index mid = lo + (hi - lo) / 2;
+    if (static_cast<Index>(qsl[static_cast<std::size_t>(mid)]) <= t) lo = mid; else hi = mid;
   }
   return lo;
 }
-
-}  // namespace detail
 
 // Turns the split into the chunks the dense layers launch and plans each
 // (docs/design.md 5.6 and 5.7): a split's query slice is the chunk's rows, and
@@ -51,9 +50,9 @@ int32_t plan_prefill_chunks(const Splits& splits, const Qsl& query_start_loc,
     const int64_t base = detail::at(query_start_loc, static_cast<std::size_t>(split.request_begin));
     const int64_t t0 = base + split.query_begin;
     const int64_t t1 = base + split.query_end;
-    const int64_t first =
-        detail::owning_request(query_start_loc, split.request_begin, split.request_end, t0);
-    const int64_t last = detail::owning_request(query_start_loc, first, split.request_end, t1 - 1);
+    const int64_t end = split.request_end;
+    const int64_t first = find_request(query_start_loc, int64_t{split.request_begin}, end, t0);
+    const int64_t last = find_request(query_start_loc, first, end, t1 - 1);
     int64_t total_context = 0;
     int64_t widest = 0;
     for (int64_t r = first; r <= last; ++r) {

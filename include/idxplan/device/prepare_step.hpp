@@ -106,6 +106,25 @@ namespace detail {
 
 using Primitives = BlockPrimitives<kPrepareThreads>;
 
+// Decode request r's rows [begin, end) and its query length. The device
+// query_start_loc is the step's (docs/design.md 6), and the bounds keep a
+// broken one's rows within the step's real rows, so within the buffers.
+struct DecodeRows {
+  int32_t first = 0;      // the request's first row, as query_start_loc says
+  int32_t query_len = 0;
+  int32_t begin = 0;
+  int32_t end = 0;
+};
+__device__ inline DecodeRows decode_rows_of(const StepArgs& a, int32_t r) {
+  DecodeRows rows;
+  rows.first = a.native_next_n > 0 ? r * a.native_next_n : a.in.query_start_loc[r];
+  rows.query_len = a.native_next_n > 0 ? a.native_next_n : a.in.query_start_loc[r + 1] - rows.first;
+  const int32_t last = rows.first + rows.query_len;
+  rows.begin = rows.first > 0 ? rows.first : 0;
+  rows.end = last < a.num_real_decode_rows ? last : a.num_real_decode_rows;
+  return rows;
+}
+
 // Flattened units' tiles into first[0, work): each decode request's thread
 // writes its rows', so no thread searches query_start_loc for its row. A
 // thread's kItems requests' offsets and lengths are all loaded first.
@@ -113,14 +132,14 @@ template <int kItems>
 __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
   const ScheduleShape& s = a.schedule;
   const int tid = static_cast<int>(threadIdx.x);
-  int32_t start[kItems], stop[kItems], len[kItems];
+  DecodeRows rows[kItems];
+  int32_t len[kItems];
   const auto load = [&](int32_t r0) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int32_t r = r0 + k * kPrepareThreads + tid;
       const bool real = r < a.num_decodes;
-      start[k] = real ? a.in.query_start_loc[r] : 0;
-      stop[k] = real ? a.in.query_start_loc[r + 1] : 0;
+      rows[k] = real ? decode_rows_of(a, r) : DecodeRows{};
       len[k] = real ? decode_seq_len_at(a, r) : 0;
     }
   };
@@ -132,12 +151,8 @@ __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
   for (int32_t r0 = 0;;) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
-      // The host's query_start_loc is the device's; the bounds keep a
-      // mismatched one inside first[].
-      const int32_t lo = start[k] > 0 ? start[k] : 0;
-      const int32_t hi = stop[k] < a.num_real_decode_rows ? stop[k] : a.num_real_decode_rows;
-      for (int32_t row = lo; row < hi; ++row) {
-        const int32_t ctx = decode_row_len(len[k], stop[k] - start[k], row - start[k], a.by_compress_ratio);
+      for (int32_t row = rows[k].begin; row < rows[k].end; ++row) {
+        const int32_t ctx = decode_row_len(len[k], rows[k].query_len, row - rows[k].first, a.by_compress_ratio);
         for (int32_t blk = 0; blk < s.row_blocks; ++blk) {
           first[row * s.row_blocks + blk] = flat_unit_tiles(a, blk, ctx);
         }
@@ -260,25 +275,6 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
   }
 }
 
-// Decode request r's rows [begin, end) and its query length. The device
-// query_start_loc is the step's (docs/design.md 6), and the bounds keep a
-// broken one's rows within the step's real rows, so within the buffers.
-struct RequestRows {
-  int32_t first = 0;      // the request's first row, as query_start_loc says
-  int32_t query_len = 0;
-  int32_t begin = 0;
-  int32_t end = 0;
-};
-__device__ inline RequestRows request_rows(const StepArgs& a, int32_t r) {
-  RequestRows rows;
-  rows.first = a.native_next_n > 0 ? r * a.native_next_n : a.in.query_start_loc[r];
-  rows.query_len = a.native_next_n > 0 ? a.native_next_n : a.in.query_start_loc[r + 1] - rows.first;
-  const int32_t last = rows.first + rows.query_len;
-  rows.begin = rows.first > 0 ? rows.first : 0;
-  rows.end = last < a.num_real_decode_rows ? last : a.num_real_decode_rows;
-  return rows;
-}
-
 // decode_row_lens and decode_block_ends. Items [0, num_decodes) are the
 // requests, each writing its own rows, so no thread searches for a row's
 // request; the items after them are the graph padding rows, zeros.
@@ -287,10 +283,10 @@ __device__ inline void write_decode_rows(const StepArgs& a, int64_t start, int64
   for (int64_t i = start; i < count; i += stride) {
     const auto item = static_cast<int32_t>(i);
     const bool request = item < a.num_decodes;
-    RequestRows rows;
+    DecodeRows rows;
     int32_t seq_len = 0;
     if (request) {
-      rows = request_rows(a, item);
+      rows = decode_rows_of(a, item);
       seq_len = decode_seq_len_at(a, item);
     } else {
       rows.begin = a.num_real_decode_rows + item - a.num_decodes;
@@ -339,7 +335,7 @@ __device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64
         v[k] = make_int4(0, 0, 0, 0);
         continue;
       }
-      const RequestRows rows = request_rows(a, r);
+      const DecodeRows rows = decode_rows_of(a, r);
       first_row[k] = rows.begin;
       end_row[k] = rows.end;
       const int32_t* src = a.in.block_table + int64_t{r} * a.in.block_table_stride + col[k];

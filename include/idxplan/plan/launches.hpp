@@ -96,6 +96,11 @@ inline const int32_t* at_word(const int32_t* b, std::ptrdiff_t offset) {
   return b == nullptr ? nullptr : b + offset;
 }
 
+// Request r's row of the engine's block table, or null without a table.
+inline const int32_t* engine_row(const StepInputs& in, int32_t r) {
+  return at_word(in.block_table, static_cast<std::ptrdiff_t>(r) * in.block_table_stride);
+}
+
 }  // namespace detail
 
 // The decode launch of a planned step. Which table its rows read (docs/design.md section 6):
@@ -152,8 +157,7 @@ inline PrefillLaunch prefill_launch(const Geometry& g, const StepPlan& plan, std
     l.block_ends = detail::at_word(out.prefill_block_ends.data, detail::prefill_row(plan, c.token_start));
   }
   l.query_start_loc = detail::at_word(out.prefill_query_start_loc.data, c.query_start_loc_offset);
-  l.block_table = detail::at_word(in.block_table,
-                                  static_cast<std::ptrdiff_t>(c.first_request) * in.block_table_stride);
+  l.block_table = detail::engine_row(in, c.first_request);
   l.block_table_stride = in.block_table_stride;
   l.max_blocks = static_cast<int32_t>(idxplan::detail::ceil_div(c.width, g.page_entries()));
   l.use_gather = c.use_gather;
@@ -175,8 +179,7 @@ inline CandidateLaunch candidate_launch(const Geometry& g, const StepPlan& plan,
   if (g.config().candidate_block_size > 0) {
     l.block_ends = detail::at_word(out.prefill_block_ends.data, detail::prefill_row(plan, gl.token_start));
   }
-  l.block_table = detail::at_word(in.block_table,
-                                  static_cast<std::ptrdiff_t>(gl.request) * in.block_table_stride);
+  l.block_table = detail::engine_row(in, gl.request);
   l.block_table_stride = in.block_table_stride;
   return l;
 }

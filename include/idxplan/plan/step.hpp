@@ -29,8 +29,6 @@ namespace idxplan {
 // The num_tokens that means "query_start_loc's last entry": no graph padding.
 inline constexpr int64_t kUnpaddedTokens = -1;
 
-// Grows a plan's arrays to the most any step of this geometry needs, so that
-// planning into it never allocates.
 namespace detail {
 
 // Grows the plan's arrays to `capacity` (a no-op where they are that big):
@@ -46,6 +44,8 @@ inline void reserve(StepPlan& plan, const PlanCapacity& capacity) {
 
 }  // namespace detail
 
+// Grows a plan's arrays to the most any step of this geometry needs, so that
+// planning into it never allocates.
 inline void reserve(StepPlan& plan, const Geometry& g) {
   // make_geometry bounds these bytes by kMaxReservedPlanBytes.
   detail::reserve(plan, PlanCapacity::of(g.config().max_num_batched_tokens, g.config().max_num_seqs));

@@ -37,6 +37,9 @@ struct Array {
   Memory memory = Memory::host;
 };
 
+// A ValueError with `message`: how every bad argument is refused.
+[[noreturn]] inline void fail(const std::string& message) { throw py::value_error(message); }
+
 namespace detail {
 
 // DLPack's ABI (github.com/dmlc/dlpack), the part idxplan reads: a tensor's
@@ -75,8 +78,6 @@ struct DLManagedTensorVersioned {
   uint64_t flags;
   DLTensor dl_tensor;
 };
-
-[[noreturn]] inline void fail(const std::string& message) { throw py::value_error(message); }
 
 // Checks the rank and row layout shared by every protocol and fills `a`.
 // `shape` and `strides` are in elements; `strides` may be null (row-major).
@@ -196,11 +197,11 @@ inline Array from_dlpack(py::handle obj, const char* name, int ndim) {
 // protocol it offers of: __cuda_array_interface__, the buffer protocol,
 // __dlpack__. Raises ValueError naming `name` for anything else.
 inline Array read_array(py::handle obj, const char* name, int ndim = 1) {
-  if (obj.is_none()) detail::fail(fmt::format("{} is None", name));
+  if (obj.is_none()) fail(fmt::format("{} is None", name));
   if (py::hasattr(obj, "__cuda_array_interface__")) return detail::from_cuda_array_interface(obj, name, ndim);
   if (PyObject_CheckBuffer(obj.ptr()) != 0) return detail::from_buffer(obj, name, ndim);
   if (py::hasattr(obj, "__dlpack__")) return detail::from_dlpack(obj, name, ndim);
-  detail::fail(fmt::format("{} must be an int32 array (the buffer protocol, __cuda_array_interface__ "
+  fail(fmt::format("{} must be an int32 array (the buffer protocol, __cuda_array_interface__ "
                            "or __dlpack__), got {}",
                            name, py::str(py::type::handle_of(obj)).cast<std::string>()));
 }

@@ -27,8 +27,6 @@
 namespace idxplan::python {
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw py::value_error(message); }
-
 // ---------------------------------------------------------------- configs
 
 py::dict config_dict(const IndexerConfig& c) {
@@ -159,6 +157,12 @@ void with_ints(py::handle obj, const char* name, F&& f) {
   }
 }
 
+// A property of StepPlan: a view of one of its arrays, kept alive by the plan.
+template <class T>
+auto plan_array(std::vector<T> StepPlan::*member) {
+  return [member](py::object self) { return view_of(self.cast<const StepPlan&>().*member, self); };
+}
+
 class Planner {
  public:
   explicit Planner(const Geometry& g) : g_(g) { reserve(plan_, g_); }
@@ -231,7 +235,9 @@ struct PyStepOutputs {
   Memory memory = Memory::host;
 
   PyStepOutputs(const py::handle (&objects)[kOutputs], bool always_write_decode_block_table) {
-    for (int k = 0; k < kOutputs; ++k) arrays[k] = read_array(objects[k], kOutputNames[k], k == kDecodeBlockTable ? 2 : 1);
+    for (int k = 0; k < kOutputs; ++k) {
+      arrays[k] = read_array(objects[k], kOutputNames[k], k == kDecodeBlockTable ? 2 : 1);
+    }
     memory = arrays[0].memory;
     for (int k = 1; k < kOutputs; ++k) {
       if (arrays[k].memory != memory) {
@@ -244,7 +250,9 @@ struct PyStepOutputs {
                                       &raw.prefill_row_ends,   &raw.prefill_block_ends,
                                       &raw.prefill_query_start_loc, &raw.decode_schedule};
     for (int k = 0; k < kOutputs; ++k) *fields[k] = OutputBuffer{arrays[k].data, arrays[k].words};
-    if (arrays[kDecodeBlockTable].row_stride > 0x7FFFFFFF) fail("decode_block_table's row stride does not fit int32");
+    if (arrays[kDecodeBlockTable].row_stride > 0x7FFFFFFF) {
+      fail("decode_block_table's row stride does not fit int32");
+    }
     raw.decode_block_table_stride = static_cast<int32_t>(arrays[kDecodeBlockTable].row_stride);
     raw.always_write_decode_block_table = always_write_decode_block_table;
   }
@@ -441,11 +449,11 @@ PYBIND11_MODULE(_idxplan, m) {
       .def_readonly("max_seq_len", &StepPlan::max_seq_len)
       .def_readonly("num_prefill_query_start_loc_words", &StepPlan::num_prefill_query_start_loc_words)
       .def_readonly("decode", &StepPlan::decode)
-      .def_property_readonly("splits", [](py::object self) { return view_of(self.cast<const StepPlan&>().splits, self); })
-      .def_property_readonly("prefill", [](py::object self) { return view_of(self.cast<const StepPlan&>().prefill, self); })
-      .def_property_readonly("pieces", [](py::object self) { return view_of(self.cast<const StepPlan&>().pieces, self); })
-      .def_property_readonly("chunk_groups", [](py::object self) { return view_of(self.cast<const StepPlan&>().chunk_groups, self); })
-      .def_property_readonly("gather_launches", [](py::object self) { return view_of(self.cast<const StepPlan&>().gather_launches, self); })
+      .def_property_readonly("splits", plan_array(&StepPlan::splits))
+      .def_property_readonly("prefill", plan_array(&StepPlan::prefill))
+      .def_property_readonly("pieces", plan_array(&StepPlan::pieces))
+      .def_property_readonly("chunk_groups", plan_array(&StepPlan::chunk_groups))
+      .def_property_readonly("gather_launches", plan_array(&StepPlan::gather_launches))
       .def("has_decode", &StepPlan::has_decode)
       .def("has_prefill", &StepPlan::has_prefill)
       .def("copy", [](const StepPlan& p) { return StepPlan(p); })

@@ -288,12 +288,7 @@ TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
 // The message check_step_buffers gives, or "no error".
 std::string buffers_error(const Geometry& g, const StepPlan& plan, const StepInputs& in,
                           const StepOutputs& out) {
-  try {
-    check_step_buffers(g, plan, in, out);
-  } catch (const StepError& e) {
-    return e.what();
-  }
-  return "no error";
+  return test::error_of<StepError>([&] { check_step_buffers(g, plan, in, out); });
 }
 
 TEST(CheckStepBuffers, NamesEachBufferTooSmallOrMissing) {

@@ -18,12 +18,7 @@ using test::deepseek_config;
 
 // The message of the ConfigError `c` raises.
 std::string config_error(const IndexerConfig& c) {
-  try {
-    make_geometry(c);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
+  return test::error_of<ConfigError>([&] { make_geometry(c); });
 }
 
 TEST(MakeGeometry, DerivesTheDeepSeekGeometry) {

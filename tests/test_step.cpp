@@ -18,12 +18,7 @@ using Words = std::vector<int32_t>;
 
 std::string step_error(const Geometry& g, const Words& qsl, const Words& lens,
                        int64_t num_tokens = kUnpaddedTokens) {
-  try {
-    plan_step(g, qsl, lens, num_tokens);
-  } catch (const StepError& e) {
-    return e.what();
-  }
-  return "no error";
+  return test::error_of<StepError>([&] { plan_step(g, qsl, lens, num_tokens); });
 }
 
 TEST(PlanStep, PlansTheDesignExample) {

@@ -5,6 +5,7 @@
 // Configs and helpers the tests share.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "idxplan/idxplan.hpp"
@@ -28,6 +29,17 @@ inline void fill_reference(const Geometry& g, const StepPlan& plan, const std::v
                            HostBuffers& out, bool always_write_decode_block_table = false) {
   const StepInputs in{seq_lens.data(), qsl.data(), block_table.data(), table_stride};
   fill_step_buffers(g, plan, in, out.outputs(always_write_decode_block_table));
+}
+
+// The message of the E that `f()` throws, or "no error".
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 }  // namespace idxplan::test

@@ -50,9 +50,25 @@ __global__ void spin_kernel(int64_t cycles, int32_t* sink) {
   if (threadIdx.x == 0 && blockIdx.x == 0) *sink = 1;
 }
 
+// The launch's chunk groups, staged in shared memory as the fused kernel
+// stages them (indexing the kernel's arguments would copy them to local
+// memory).
+__device__ const ChunkGroup* stage_groups(const StepArgs& a) {
+  constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
+  __shared__ int32_t words[kMaxLaunchGroups * kGroupWords];
+  for (int i = static_cast<int>(threadIdx.x); i < a.num_groups * kGroupWords; i += static_cast<int>(blockDim.x)) {
+    words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
+  }
+  __syncthreads();
+  return reinterpret_cast<const ChunkGroup*>(words);
+}
+
 // The reference's launches, one buffer each, from the same bodies.
 __global__ void context_kernel(const StepArgs a) {
-  for (int32_t r = first_index(); r < a.num_reqs; r += grid_stride()) a.out.context_lens.data[r] = context_len_at(a, r);
+  const ChunkGroup* groups = stage_groups(a);
+  for (int32_t r = first_index(); r < a.num_reqs; r += grid_stride()) {
+    a.out.context_lens.data[r] = context_len_at(a, groups, r);
+  }
 }
 __global__ void row_lens_kernel(const StepArgs a) {
   for (int32_t i = first_index(); i < a.num_decode_rows; i += grid_stride()) {
@@ -75,12 +91,13 @@ __global__ void block_table_kernel(const StepArgs a, int32_t cols) {
   }
 }
 __global__ void prefill_row_ends_kernel(const StepArgs a) {
-  for (int32_t t = a.num_decode_tokens + first_index(); t < a.num_tokens; t += grid_stride()) {
-    a.out.prefill_row_ends.data[t - a.num_decode_tokens] = prefill_row_end_at(a, t);
+  const ChunkGroup* groups = stage_groups(a);
+  for (int32_t t = a.token_begin + first_index(); t < a.token_end; t += grid_stride()) {
+    a.out.prefill_row_ends.data[t - a.num_decode_tokens] = prefill_row_end_at(a, groups, t);
   }
 }
 __global__ void prefill_block_ends_kernel(const StepArgs a) {
-  for (int32_t t = first_index(); t < a.num_tokens - a.num_decode_tokens; t += grid_stride()) {
+  for (int32_t t = first_index(); t < a.token_end - a.token_begin; t += grid_stride()) {
     a.out.prefill_block_ends.data[t] = block_end(a.out.prefill_row_ends.data[t], a.candidate_block_size);
   }
 }
@@ -100,8 +117,9 @@ uint32_t blocks_for(int64_t n) {
 StepArgs schedule_only(const StepArgs& a) {
   StepArgs only = a;
   only.num_reqs = only.num_decode_rows = only.num_groups = 0;
+  only.request_begin = only.request_end = 0;
   only.word_begin = only.word_end = 0;
-  only.num_tokens = only.num_decode_tokens;
+  only.token_begin = only.token_end = only.num_decode_tokens;
   return only;
 }
 
@@ -113,10 +131,10 @@ void baseline_step(const StepPlan& plan, const StepArgs& a, device::Stream s) {
     block_table_kernel<<<static_cast<uint32_t>(std::min(a.num_decode_rows, 1024)), 256, 0, s>>>(
         a, plan.decode.num_block_cols);
   }
-  if (a.num_tokens > a.num_decode_tokens) {
-    prefill_row_ends_kernel<<<blocks_for(a.num_tokens - a.num_decode_tokens), 256, 0, s>>>(a);
+  if (a.token_end > a.token_begin) {
+    prefill_row_ends_kernel<<<blocks_for(a.token_end - a.token_begin), 256, 0, s>>>(a);
     if (a.candidate_block_size > 0)
-      prefill_block_ends_kernel<<<blocks_for(a.num_tokens - a.num_decode_tokens), 256, 0, s>>>(a);
+      prefill_block_ends_kernel<<<blocks_for(a.token_end - a.token_begin), 256, 0, s>>>(a);
   }
   for (const PrefillPlan& c : plan.prefill) {
     chunk_qsl_kernel<<<blocks_for(c.num_reqs + 1), 256, 0, s>>>(a.in.query_start_loc,
@@ -194,7 +212,7 @@ void run_case(const char* name, int32_t compute_units, const bench::BenchStep& s
   const auto qsl = upload(step.query_start_loc);
   const auto lens = upload(step.seq_lens);
   const auto bt = upload(block_table);
-  const StepInputs in{lens.data(), qsl.data(), bt.data(), g.max_blocks_per_seq()};
+  const StepInputs in = make_step_inputs(lens, qsl, bt, g.max_blocks_per_seq());
   const StepArgs args = make_step_args(g, plan, in, out);
   const int32_t max_blocks = device::max_prepare_blocks();
   const Timer timer(s);

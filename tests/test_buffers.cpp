@@ -10,7 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include "idxplan/plan/launches.hpp"
 #include "idxplan/plan/step.hpp"
+#include "launch_bounds.hpp"
 #include "random_step.hpp"
 #include "test_support.hpp"
 
@@ -234,11 +236,66 @@ TEST(FillStepBuffers, PacksMoreChunkGroupsThanOneLaunchCarries) {
   EXPECT_EQ(out.prefill_query_start_loc[600], -7);
 }
 
+TEST(FillStepBuffers, ClampsEachPrefillRequestToItsOwnChunk) {
+  // Request 1's device length is ten times its upper bound, beside a
+  // 60,000-token request. Clamped to the step's longest bound, its rows
+  // ended at up to 1,000 keys in a chunk 100 columns wide (4 pages);
+  // clamped to its chunk's, they end within it.
+  IndexerConfig c = test::deepseek_config();
+  c.max_logits_mb = 1;  // 17 rows at 15,000 columns: request 0 is sliced, request 1 alone
+  const Geometry g = make_geometry(c);
+  const Words qsl{0, 50, 60};
+  const Words upper{60000, 400};
+  const Words exact{60000, 4000};
+  const StepPlan plan = plan_step(g, qsl, upper);
+  const PrefillPlan& last = plan.prefill.back();
+  ASSERT_EQ(last.first_request, 1);
+  ASSERT_EQ(last.width, 100);
+  const int32_t stride = g.max_blocks_per_seq();
+  const Words table(2 * static_cast<std::size_t>(stride), 1);
+  HostBuffers out(g);
+  test::fill_reference(g, plan, qsl, exact, table, stride, out);
+  const StepInputs in = make_step_inputs(exact, qsl, table, stride);
+  const PrefillLaunch l = prefill_launch(g, plan, plan.prefill.size() - 1, in, out.outputs());
+  EXPECT_EQ(l.max_blocks, 4);
+  EXPECT_EQ(l.context_lens[0], 100);
+  EXPECT_EQ(Words(l.row_ends, l.row_ends + 10), (Words{97, 98, 98, 98, 98, 99, 99, 99, 99, 100}));
+  EXPECT_EQ(test::launch_bound_violation(g, plan, in, out.outputs()), "");
+  // Request 0's rows, in its own chunks, are its own: up to 15,000 keys.
+  EXPECT_EQ(out.prefill_row_ends[49], 15000);
+}
+
+TEST(FillStepBuffers, ClampsADecodeContextToTheDecodeBound) {
+  // The fuzzer's case: a native MTP decode whose device length is 4 tokens
+  // past its bound (128 tokens: one 32-entry page), beside a longer prefill.
+  // Its rows ended at 31 and 32 but its context, clamped to the step's
+  // bound, was 33 keys against max_blocks of one page.
+  IndexerConfig c = small_config();
+  c.num_speculative_tokens = 1;
+  const Geometry g = make_geometry(c);
+  const Words qsl{0, 2, 7};
+  const Words upper{128, 4000};
+  const Words exact{132, 4000};
+  const StepPlan plan = plan_step(g, qsl, upper);
+  ASSERT_TRUE(plan.decode.native.present());
+  const int32_t stride = g.max_blocks_per_seq();
+  const Words table(2 * static_cast<std::size_t>(stride), 1);
+  HostBuffers out(g);
+  test::fill_reference(g, plan, qsl, exact, table, stride, out);
+  const StepInputs in = make_step_inputs(exact, qsl, table, stride);
+  const DecodeLaunch d = decode_launch(g, plan, in, out.outputs());
+  EXPECT_EQ(d.max_blocks, 1);
+  EXPECT_EQ(d.context_lens[0], 32);
+  EXPECT_EQ(Words(d.row_ends, d.row_ends + 2), (Words{31, 32}));
+  EXPECT_EQ(test::launch_bound_violation(g, plan, in, out.outputs()), "");
+}
+
 TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
   // The host cannot check the device's exact lengths. A broken engine's
   // (negative, past the upper bound, INT32_MIN or INT32_MAX) read as 0 or
-  // as the step's longest bound: every value stays defined (the sanitizer
-  // build checks) and within what the plan's widths and columns cover.
+  // as the bound its request's launch was sized for: every value stays
+  // defined (the sanitizer build checks), and no launch view tells its
+  // launch to read past its width or block-table columns.
   const std::vector<Geometry> geometries = test::random_geometries();
   std::vector<HostBuffers> buffers;
   for (const Geometry& g : geometries) buffers.emplace_back(g);
@@ -259,22 +316,13 @@ TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
     const StepPlan plan = plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens);
     HostBuffers& out = buffers[gi];
     test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, out);
-    const int32_t c = g.config().compress_ratio;
-    const int32_t longest = plan.max_seq_len / c;
+    const int32_t longest = plan.max_seq_len / g.config().compress_ratio;
     for (int32_t r = 0; r < plan.num_reqs; ++r) {
       ASSERT_GE(out.context_lens[static_cast<std::size_t>(r)], 0) << "step " << i;
       ASSERT_LE(out.context_lens[static_cast<std::size_t>(r)], longest) << "step " << i;
     }
-    for (int32_t row = 0; row < plan.decode.num_rows; ++row) {
-      const int32_t len = out.decode_row_lens[static_cast<std::size_t>(row)];
-      ASSERT_GE(len, 0) << "step " << i;
-      // Within the columns the decode block table holds.
-      ASSERT_LE(len, plan.decode.num_block_cols * g.page_entries()) << "step " << i;
-    }
-    for (int32_t t = 0; t < plan.num_prefill_tokens; ++t) {
-      ASSERT_GE(out.prefill_row_ends[static_cast<std::size_t>(t)], 0) << "step " << i;
-      ASSERT_LE(out.prefill_row_ends[static_cast<std::size_t>(t)], longest) << "step " << i;
-    }
+    const StepInputs in = make_step_inputs(s.seq_lens, s.query_start_loc, s.block_table, s.table_stride);
+    ASSERT_EQ(test::launch_bound_violation(g, plan, in, out.outputs()), "") << "step " << i;
     const ScheduleShape& sh = plan.decode.schedule;
     for (int32_t slot = 0; slot < sh.num_ctas; ++slot) {
       const int32_t* d = out.decode_schedule.data() + 4 * slot;
@@ -283,106 +331,6 @@ TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
     }
   }
   EXPECT_GT(broken, 10000);
-}
-
-// The message check_step_buffers gives, or "no error".
-std::string buffers_error(const Geometry& g, const StepPlan& plan, const StepInputs& in,
-                          const StepOutputs& out) {
-  return test::error_of<StepError>([&] { check_step_buffers(g, plan, in, out); });
-}
-
-TEST(CheckStepBuffers, NamesEachBufferTooSmallOrMissing) {
-  IndexerConfig c = small_config();
-  c.sparse_logits = true;
-  c.candidate_topk_blocks = 4;
-  c.max_logits_mb = 1;
-  const Geometry g = make_geometry(c);
-  // Three one-row decodes and a 2-row one (ragged), then a 5-row prefill.
-  const Words qsl{0, 1, 2, 3, 5, 10};
-  const Words lens{300, 40, 41, 900, 4000};
-  const StepPlan plan = plan_step(g, qsl, lens);
-  ASSERT_TRUE(plan.decode.ragged());
-  ASSERT_TRUE(plan.decode.schedule.present());
-  const Words table(5 * 32, 1);
-  const StepInputs in{lens.data(), qsl.data(), table.data(), 32};
-  HostBuffers host(g);
-  const StepOutputs ok = host.outputs();
-  EXPECT_EQ(buffers_error(g, plan, in, ok), "no error");
-
-  const auto shrunk = [&](OutputBuffer StepOutputs::*field, int64_t capacity) {
-    StepOutputs out = ok;
-    (out.*field).capacity = capacity;
-    return buffers_error(g, plan, in, out);
-  };
-  EXPECT_EQ(shrunk(&StepOutputs::context_lens, 4),
-            "StepOutputs.context_lens holds 4 words, and the step writes 5 (a context a request)");
-  EXPECT_EQ(shrunk(&StepOutputs::decode_row_lens, 4),
-            "StepOutputs.decode_row_lens holds 4 words, and the step writes 5 (a length a decode row)");
-  EXPECT_NE(shrunk(&StepOutputs::decode_block_ends, 0).find("decode_block_ends holds 0 words"),
-            std::string::npos);
-  // Four rows of the table's stride and the fifth's 8 copied columns (the
-  // longest decode, 900 tokens, is 8 pages).
-  ASSERT_EQ(plan.decode.num_block_cols, 8);
-  const int64_t table_words = 4 * int64_t{g.max_blocks_per_seq()} + 8;
-  EXPECT_EQ(shrunk(&StepOutputs::decode_block_table, table_words), "no error");
-  EXPECT_NE(shrunk(&StepOutputs::decode_block_table, table_words - 1)
-                .find(fmt::format("holds {} words, and the step writes {}", table_words - 1, table_words)),
-            std::string::npos);
-  EXPECT_NE(shrunk(&StepOutputs::prefill_row_ends, 4).find("prefill_row_ends holds 4 words, and the step writes 5"),
-            std::string::npos);
-  EXPECT_NE(shrunk(&StepOutputs::prefill_block_ends, 4).find("prefill_block_ends"), std::string::npos);
-  EXPECT_NE(shrunk(&StepOutputs::prefill_query_start_loc, 1).find("prefill_query_start_loc holds 1 words, and the step writes 2"),
-            std::string::npos);
-  EXPECT_NE(shrunk(&StepOutputs::decode_schedule, 31)
-                .find(fmt::format("decode_schedule holds 31 words, and the step writes {}",
-                                  4 * plan.decode.schedule.num_ctas)),
-            std::string::npos);
-
-  StepOutputs out = ok;
-  out.prefill_row_ends.data = nullptr;
-  EXPECT_EQ(buffers_error(g, plan, in, out),
-            "StepOutputs.prefill_row_ends is null, and the step writes 5 words of it (a row end a prefill row)");
-  out = ok;
-  out.decode_block_table_stride = 7;
-  EXPECT_EQ(buffers_error(g, plan, in, out),
-            "StepOutputs.decode_block_table_stride=7 is below the 8 columns a decode row copies");
-
-  StepInputs narrow = in;
-  narrow.block_table_stride = 16;
-  EXPECT_EQ(buffers_error(g, plan, narrow, ok),
-            "StepInputs.block_table_stride=16 is below the 32 columns the step's launches read (the "
-            "pages of its longest upper bound, 4000 tokens)");
-  StepInputs missing = in;
-  missing.seq_lens = nullptr;
-  EXPECT_NE(buffers_error(g, plan, missing, ok).find("StepInputs.seq_lens is null"), std::string::npos);
-  missing = in;
-  missing.block_table = nullptr;
-  EXPECT_NE(buffers_error(g, plan, missing, ok).find("StepInputs.block_table is null"), std::string::npos);
-  // fill_step_buffers checks first and writes nothing.
-  EXPECT_THROW(fill_step_buffers(g, plan, narrow, ok), StepError);
-  EXPECT_EQ(slice(host.context_lens, 5), Words(5, -7));
-}
-
-TEST(CheckStepBuffers, RefusesAPlanOfAnotherGeometry) {
-  const Geometry g = make_geometry(small_config());
-  IndexerConfig wider = small_config();
-  wider.max_num_batched_tokens = 4096;
-  const Geometry other = make_geometry(wider);
-  const Words qsl{0, 2000};
-  const Words lens{4000};
-  const StepPlan plan = plan_step(other, qsl, lens);
-  HostBuffers host(g);  // 64 prefill rows, for a plan of 2000
-  const Words table(32, 1);
-  const StepInputs in{lens.data(), qsl.data(), table.data(), 32};
-  const std::string e = buffers_error(g, plan, in, host.outputs());
-  EXPECT_NE(e.find("the plan was made with another Geometry"), std::string::npos) << e;
-  EXPECT_THROW(fill_step_buffers(g, plan, in, host.outputs()), StepError);
-}
-
-TEST(CheckStepBuffers, AStepThatReadsNothingNeedsNoPointers) {
-  const Geometry g = make_geometry(small_config());
-  const StepPlan plan = plan_step(g, Words{0}, Words{});
-  EXPECT_EQ(buffers_error(g, plan, StepInputs{}, StepOutputs{}), "no error");
 }
 
 TEST(FillStepBuffers, WritesTheDecodeTableOnlyWhereALaunchReadsIt) {
@@ -434,17 +382,17 @@ TEST(PackChunkGroups, FoldsTheSlicesOfOneRequest) {
   const Geometry g = make_geometry(test::deepseek_config());
   const StepPlan p = plan_step(g, Words{0, 2, 4, 8196}, Words{9000, 120000, 300000});
   // Five 1789-row slices of request 2, the last one shorter.
-  EXPECT_EQ(p.chunk_groups, (std::vector<ChunkGroup>{{2, 1, 4, 8196, 1789, 0}}));
+  EXPECT_EQ(p.chunk_groups, (std::vector<ChunkGroup>{{2, 1, 4, 8196, 1789, 0, 300000}}));
 }
 
 TEST(PackChunkGroups, KeepsGroupsOfSeveralRequestsApart) {
   std::vector<PrefillPlan> plans(3);
-  plans[0] = PrefillPlan{0, 10, 0, 2, 100, 0, 2, 0, false};
-  plans[1] = PrefillPlan{10, 20, 2, 1, 100, 2, 1, 3, false};
-  plans[2] = PrefillPlan{20, 25, 2, 1, 100, 3, 1, 5, false};
+  plans[0] = PrefillPlan{0, 10, 0, 2, 100, 0, 2, 0, false, 400};
+  plans[1] = PrefillPlan{10, 20, 2, 1, 100, 2, 1, 3, false, 401};
+  plans[2] = PrefillPlan{20, 25, 2, 1, 100, 3, 1, 5, false, 401};
   std::vector<ChunkGroup> groups;
   pack_chunk_groups(plans, groups);
-  EXPECT_EQ(groups, (std::vector<ChunkGroup>{{0, 2, 0, 10, 10, 0}, {2, 1, 10, 25, 10, 3}}));
+  EXPECT_EQ(groups, (std::vector<ChunkGroup>{{0, 2, 0, 10, 10, 0, 400}, {2, 1, 10, 25, 10, 3, 401}}));
 }
 
 }  // namespace

@@ -178,7 +178,7 @@ TEST(Launches, ViewsHoldTheReferencesValuesOnRandomSteps) {
     const bool always = i % 3 == 0;
     test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride,
                          buffers[gi], always);
-    const StepInputs in{s.seq_lens.data(), s.query_start_loc.data(), s.block_table.data(), s.table_stride};
+    const StepInputs in = make_step_inputs(s.seq_lens, s.query_start_loc, s.block_table, s.table_stride);
     const StepOutputs out = buffers[gi].outputs(always);
     SCOPED_TRACE(::testing::Message() << "step " << i << " on geometry " << gi);
     const Model m{g, s};

@@ -132,7 +132,8 @@ TEST(PlanStep, ChunksStartOnTheOwnerOfTheirFirstRow) {
   EXPECT_EQ(p.pieces[static_cast<std::size_t>(p.prefill[1].first_piece)], (RequestRows{0, 2, 0}));
   EXPECT_EQ(p.num_prefill_query_start_loc_words, 2 + 2 + 2);
   // Both slices of request 2 fold into one group.
-  EXPECT_EQ(p.chunk_groups, (std::vector<ChunkGroup>{{0, 1, 0, 50, 50, 0}, {2, 1, 50, 54, 2, 2}}));
+  EXPECT_EQ(p.prefill[1].max_seq_len, 1000);
+  EXPECT_EQ(p.chunk_groups, (std::vector<ChunkGroup>{{0, 1, 0, 50, 50, 0, 4000}, {2, 1, 50, 54, 2, 2, 1000}}));
 }
 
 TEST(PlanStep, AMillionTokenContextIsCutAndJoinedAgain) {

@@ -27,7 +27,7 @@ inline void fill_reference(const Geometry& g, const StepPlan& plan, const std::v
                            const std::vector<int32_t>& seq_lens,
                            const std::vector<int32_t>& block_table, int32_t table_stride,
                            HostBuffers& out, bool always_write_decode_block_table = false) {
-  const StepInputs in{seq_lens.data(), qsl.data(), block_table.data(), table_stride};
+  const StepInputs in = make_step_inputs(seq_lens, qsl, block_table, table_stride);
   fill_step_buffers(g, plan, in, out.outputs(always_write_decode_block_table));
 }
 

@@ -41,7 +41,7 @@ struct PlannedStep {
   HostStepBuffers buffers;
 
   StepInputs inputs() const {
-    return StepInputs{seq_lens.data(), query_start_loc.data(), block_table.data(), block_table_stride};
+    return make_step_inputs(seq_lens, query_start_loc, block_table, block_table_stride);
   }
 };
 

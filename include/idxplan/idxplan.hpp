@@ -19,6 +19,7 @@
 #include "idxplan/plan/span.hpp"
 #include "idxplan/plan/split.hpp"
 #include "idxplan/plan/step.hpp"
+#include "idxplan/plan/step_io.hpp"
 #include "idxplan/plan/types.hpp"
 #include "idxplan/presets.hpp"
 #include "idxplan/version.hpp"

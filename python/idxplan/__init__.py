@@ -14,7 +14,7 @@ Engine start::
 Every step::
 
     plan = planner.plan(query_start_loc_cpu, seq_lens_upper_bound_cpu, num_tokens)
-    idxplan.enqueue(geometry, plan, inputs, outputs, torch.cuda.current_stream().cuda_stream)
+    idxplan.enqueue(geometry, plan, inputs, outputs)   # on torch's current stream
     decode = idxplan.decode_launch(geometry, plan, inputs, outputs)   # tensor slices
 
 docs/python.md in the repository says more. Errors are ConfigError and StepError
@@ -24,6 +24,7 @@ docs/python.md in the repository says more. Errors are ConfigError and StepError
 from __future__ import annotations
 
 import json as _json
+import sys as _sys
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -42,6 +43,7 @@ from ._idxplan import (
     StepInputs,
     StepOutputs,
     check_step_buffers,
+    check_step_outputs,
     fill_step_buffers,
     step_buffer_sizes,
 )
@@ -49,7 +51,8 @@ from ._idxplan import (
 __all__ = [
     "CacheLayout", "CandidateLaunch", "ConfigError", "DecodeLaunch", "DecodePlan", "DeviceError",
     "Geometry", "NativeDecode", "Plan", "Planner", "PrefillLaunch", "ScheduleShape", "StepError",
-    "StepInputs", "StepOutputs", "candidate_launch", "check_step_buffers", "compute_units",
+    "StepInputs", "StepOutputs", "candidate_launch", "check_step_buffers", "check_step_outputs",
+    "compute_units",
     "decode_launch", "deepseek_v41_config", "device_count", "device_platform", "enqueue",
     "fill_step_buffers", "has_device", "host_step_outputs", "make_geometry", "plan_json",
     "prefill_launch", "step_buffer_sizes", "step_outputs",
@@ -97,11 +100,17 @@ def make_geometry(**config: Any) -> Geometry:
 def step_outputs(geometry: Geometry, empty: Callable[[tuple], Any],
                  always_write_decode_block_table: bool = False) -> StepOutputs:
     """Step buffers of step_buffer_sizes(geometry), made by ``empty(shape)`` (any int32
-    array: ``lambda shape: torch.empty(shape, dtype=torch.int32, device="cuda")``)."""
+    array: ``lambda shape: torch.empty(shape, dtype=torch.int32, device="cuda")``).
+
+    Checked by check_step_outputs: arrays ``empty`` made smaller than asked raise
+    StepError here, at engine start, not at the first step that needs the space.
+    """
     arrays = {}
     for name, words in step_buffer_sizes(geometry).items():
         arrays[name] = empty(words if isinstance(words, tuple) else (words,))
-    return StepOutputs(**arrays, always_write_decode_block_table=always_write_decode_block_table)
+    outputs = StepOutputs(**arrays, always_write_decode_block_table=always_write_decode_block_table)
+    check_step_outputs(geometry, outputs)
+    return outputs
 
 
 def host_step_outputs(geometry: Geometry, always_write_decode_block_table: bool = False) -> StepOutputs:
@@ -187,15 +196,36 @@ def candidate_launch(geometry: Geometry, plan: Plan, index: int, inputs: StepInp
     return CandidateLaunch(**_core._candidate_launch(geometry, plan, index, inputs, outputs))
 
 
+def _current_stream() -> int:
+    # torch's current stream on the current device, when torch is loaded:
+    # never a silent stream 0 (the legacy default stream, which synchronises
+    # with every other).
+    torch = _sys.modules.get("torch")
+    if torch is None:
+        raise ValueError("enqueue needs a stream: pass stream= (an integer handle: "
+                         "torch.cuda.current_stream().cuda_stream, cupy's stream.ptr); without "
+                         "torch loaded there is no current stream to take")
+    return torch.cuda.current_stream().cuda_stream
+
+
 if has_device:
-    from ._idxplan import compute_units, device_count, enqueue
+    from ._idxplan import compute_units, device_count
+
+    def enqueue(geometry: Geometry, plan: Plan, inputs: StepInputs, outputs: StepOutputs,
+                stream: Optional[int] = None) -> None:
+        """Enqueues the step's prepare launch on ``stream`` (an integer handle).
+
+        Without ``stream``: torch's current stream when torch is loaded, else ValueError.
+        check_step_buffers runs first, and a StepError launches nothing.
+        """
+        _core._enqueue(geometry, plan, inputs, outputs, _current_stream() if stream is None else stream)
 else:
     def _no_device(*_args: Any, **_kwargs: Any) -> Any:
         raise RuntimeError("this idxplan was built without a device part: configure it with "
                            "-DIDXPLAN_CUDA=ON or -DIDXPLAN_HIP=ON beside -DIDXPLAN_PYTHON=ON")
 
     def enqueue(geometry: Geometry, plan: Plan, inputs: StepInputs, outputs: StepOutputs,
-                stream: int = 0) -> None:
+                stream: Optional[int] = None) -> None:
         """Not in this build: it has no device part."""
         _no_device()
 

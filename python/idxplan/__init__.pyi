@@ -142,8 +142,10 @@ class StepInputs:
     """The step's exact lengths and block table, int32: host arrays for the CPU reference,
     device arrays (__cuda_array_interface__ or __dlpack__) for enqueue."""
     def __init__(self, seq_lens: Any, query_start_loc: Any, block_table: Any) -> None:
-        """seq_lens [num_reqs], query_start_loc [num_reqs + 1], block_table 2-D [rows, stride]
-        with contiguous rows. Raises ValueError naming an array of the wrong type or shape."""
+        """seq_lens [num_reqs], query_start_loc [num_reqs + 1], block_table 2-D [rows, cols]
+        with contiguous rows, all native-order int32. Their shapes are the extents
+        check_step_buffers holds against what a plan reads. Raises ValueError naming an
+        array of the wrong type, byte order or shape."""
     @property
     def seq_lens(self) -> Any: ...
     @property
@@ -231,13 +233,18 @@ def step_buffer_sizes(geometry: Geometry) -> dict:
 
 def step_outputs(geometry: Geometry, empty: Callable[[tuple], Any],
                  always_write_decode_block_table: bool = False) -> StepOutputs:
-    """Step buffers of step_buffer_sizes, each made by empty(shape)."""
+    """Step buffers of step_buffer_sizes, each made by empty(shape), then
+    check_step_outputs'd."""
 
 def host_step_outputs(geometry: Geometry, always_write_decode_block_table: bool = False) -> StepOutputs:
     """Step buffers in host memory (numpy), for the CPU reference."""
 
 def check_step_buffers(geometry: Geometry, plan: Plan, inputs: StepInputs, outputs: StepOutputs) -> None:
-    """Raises StepError for a plan of another geometry or a buffer too small or missing."""
+    """Raises StepError for a plan of another geometry, an input shorter than the plan
+    reads, or a buffer too small or missing."""
+
+def check_step_outputs(geometry: Geometry, outputs: StepOutputs) -> None:
+    """Engine start: raises StepError for a buffer smaller than step_buffer_sizes."""
 
 def fill_step_buffers(geometry: Geometry, plan: Plan, inputs: StepInputs, outputs: StepOutputs) -> None:
     """The CPU reference: what enqueue writes, into host arrays."""
@@ -250,10 +257,11 @@ def candidate_launch(geometry: Geometry, plan: Plan, index: int, inputs: StepInp
                      outputs: StepOutputs) -> CandidateLaunch: ...
 
 def enqueue(geometry: Geometry, plan: Plan, inputs: StepInputs, outputs: StepOutputs,
-            stream: int = 0) -> None:
-    """The prepare launch on the stream whose handle is ``stream`` (device arrays only;
-    torch: torch.cuda.current_stream().cuda_stream). Checks the buffers first and raises
-    StepError naming a missing or small one. RuntimeError in a build without a device part."""
+            stream: Optional[int] = None) -> None:
+    """The prepare launch on the stream whose handle is ``stream`` (device arrays only).
+    Without it, torch's current stream when torch is loaded, else ValueError: never a
+    silent stream 0. Checks the buffers first and raises StepError naming a missing, short
+    or small one. RuntimeError in a build without a device part."""
 
 def device_count() -> int: ...
 def compute_units() -> int:

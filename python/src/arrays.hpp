@@ -40,6 +40,14 @@ struct Array {
 // A ValueError with `message`: how every bad argument is refused.
 [[noreturn]] inline void fail(const std::string& message) { throw py::value_error(message); }
 
+// Whether a buffer-protocol or numpy byte-order mark names the other byte
+// order than this machine's (whose values idxplan would misread).
+inline bool foreign_byte_order(char mark) {
+  const uint16_t probe = 1;
+  const bool little = *reinterpret_cast<const unsigned char*>(&probe) == 1;
+  return little ? (mark == '>' || mark == '!') : mark == '<';
+}
+
 namespace detail {
 
 // DLPack's ABI (github.com/dmlc/dlpack), the part idxplan reads: a tensor's
@@ -117,6 +125,11 @@ inline Array from_buffer(py::handle obj, const char* name, int ndim) {
   if (!int32) {
     fail(fmt::format("{} must hold int32, got items of format '{}' and {} bytes", name, info.format,
                      info.itemsize));
+  }
+  if (info.format.size() > 1 && foreign_byte_order(info.format.front())) {
+    fail(fmt::format("{} holds int32 in the other byte order (format '{}'); pass a native-order "
+                     "array (numpy: .astype('=i4'))",
+                     name, info.format));
   }
   Array a;
   a.owner = py::reinterpret_borrow<py::object>(obj);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -105,10 +106,11 @@ IDXPLAN_DTYPE(PrefillPlan, IDXPLAN_FIELD(PrefillPlan, token_start), IDXPLAN_FIEL
               IDXPLAN_FIELD(PrefillPlan, first_request), IDXPLAN_FIELD(PrefillPlan, num_reqs),
               IDXPLAN_FIELD(PrefillPlan, width), IDXPLAN_FIELD(PrefillPlan, first_piece),
               IDXPLAN_FIELD(PrefillPlan, num_pieces), IDXPLAN_FIELD(PrefillPlan, query_start_loc_offset),
-              IDXPLAN_FIELD(PrefillPlan, use_gather))
+              IDXPLAN_FIELD(PrefillPlan, use_gather), IDXPLAN_FIELD(PrefillPlan, max_seq_len))
 IDXPLAN_DTYPE(ChunkGroup, IDXPLAN_FIELD(ChunkGroup, first_request), IDXPLAN_FIELD(ChunkGroup, num_reqs),
               IDXPLAN_FIELD(ChunkGroup, token_start), IDXPLAN_FIELD(ChunkGroup, token_end),
-              IDXPLAN_FIELD(ChunkGroup, slice_rows), IDXPLAN_FIELD(ChunkGroup, word_offset))
+              IDXPLAN_FIELD(ChunkGroup, slice_rows), IDXPLAN_FIELD(ChunkGroup, word_offset),
+              IDXPLAN_FIELD(ChunkGroup, max_seq_len))
 IDXPLAN_DTYPE(GatherLaunch, IDXPLAN_FIELD(GatherLaunch, token_start), IDXPLAN_FIELD(GatherLaunch, token_end),
               IDXPLAN_FIELD(GatherLaunch, request))
 #undef IDXPLAN_DTYPE
@@ -142,11 +144,23 @@ void with_ints(py::handle obj, const char* name, F&& f) {
     return;
   }
   const char kind = a.dtype().kind();
-  if (kind != 'i' && kind != 'u') {
-    fail(fmt::format("{} must hold integers, got dtype {}", name, py::str(a.dtype()).cast<std::string>()));
+  const std::string dtype = py::str(a.dtype()).cast<std::string>();
+  if (kind != 'i' && kind != 'u') fail(fmt::format("{} must hold integers, got dtype {}", name, dtype));
+  if (foreign_byte_order(a.dtype().byteorder())) {
+    fail(fmt::format("{} holds {} in the other byte order; pass a native-order array", name, dtype));
   }
   const bool contiguous = a.strides(0) == a.itemsize();
   const auto n = static_cast<std::size_t>(a.size());
+  if (kind == 'u' && a.itemsize() == 8) {
+    // The one width whose values int64 cannot hold: named as given.
+    const auto wide = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (wide.data()[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        fail(fmt::format("{}[{}]={} is past any length or offset idxplan takes (int32)", name, i,
+                         wide.data()[i]));
+      }
+    }
+  }
   if (kind == 'i' && a.itemsize() == 4 && contiguous) {
     f(Span<const int32_t>(static_cast<const int32_t*>(a.data()), n));
   } else if (kind == 'i' && a.itemsize() == 8 && contiguous) {
@@ -163,22 +177,31 @@ auto plan_array(std::vector<T> StepPlan::*member) {
   return [member](py::object self) { return view_of(self.cast<const StepPlan&>().*member, self); };
 }
 
+// The step's token count: an integer (int, numpy or torch integer
+// scalars: anything with __index__), never a float or a string rounded or
+// parsed into one, nor a bool.
+int64_t token_count(py::handle obj) {
+  const std::string given = py::repr(obj).cast<std::string>();
+  if (PyBool_Check(obj.ptr()) || PyIndex_Check(obj.ptr()) == 0) {
+    throw StepError(fmt::format("num_tokens must be an integer, got {} ({})", given,
+                                py::str(py::type::handle_of(obj)).cast<std::string>()));
+  }
+  const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) throw StepError(fmt::format("num_tokens={} does not fit int64", given));
+  if (value < 0) throw StepError(fmt::format("num_tokens={} is negative", given));
+  return value;
+}
+
 class Planner {
  public:
   explicit Planner(const Geometry& g) : g_(g) { reserve(plan_, g_); }
 
   // Plans into the planner's one plan, reusing its arrays.
   StepPlan& plan(py::handle query_start_loc, py::handle seq_lens_upper_bound, py::handle num_tokens) {
-    int64_t tokens = kUnpaddedTokens;
-    if (!num_tokens.is_none()) {
-      const py::int_ value = py::reinterpret_borrow<py::object>(num_tokens);
-      tokens = PyLong_AsLongLong(value.ptr());
-      if (tokens == -1 && PyErr_Occurred() != nullptr) {
-        PyErr_Clear();
-        throw StepError(fmt::format("num_tokens={} does not fit int64", py::str(num_tokens).cast<std::string>()));
-      }
-      if (tokens < 0) throw StepError(fmt::format("num_tokens={} is negative", tokens));
-    }
+    const int64_t tokens = num_tokens.is_none() ? kUnpaddedTokens : token_count(num_tokens);
     with_ints(query_start_loc, "query_start_loc", [&](auto qsl) {
       with_ints(seq_lens_upper_bound, "seq_lens_upper_bound",
                 [&](auto upper) { plan_step(g_, qsl, upper, tokens, plan_); });
@@ -212,9 +235,22 @@ struct PyStepInputs {
                          memory_name(memory), memory_name(a->memory)));
       }
     }
-    if (block_table.row_stride > 0x7FFFFFFF) fail("block_table's row stride does not fit int32");
-    raw = StepInputs{seq_lens.data, query_start_loc.data, block_table.data,
-                     static_cast<int32_t>(block_table.row_stride)};
+    if (block_table.row_stride > 0x7FFFFFFF || block_table.cols > 0x7FFFFFFF) {
+      fail(fmt::format("block_table's rows ({} columns, a stride of {}) do not fit int32", block_table.cols,
+                       block_table.row_stride));
+    }
+    // The extents are the arrays' shapes: check_step_buffers refuses any
+    // shorter than the plan reads.
+    raw.seq_lens = seq_lens.data;
+    raw.num_seq_lens = seq_lens.words;
+    raw.query_start_loc = query_start_loc.data;
+    raw.num_query_start_loc = query_start_loc.words;
+    raw.block_table = block_table.data;
+    raw.block_table_rows = block_table.rows;
+    raw.block_table_cols = static_cast<int32_t>(block_table.cols);
+    // A table of one row has no stride to speak of; its columns are its row.
+    raw.block_table_stride =
+        static_cast<int32_t>(block_table.rows > 1 ? block_table.row_stride : block_table.cols);
   }
 };
 
@@ -518,6 +554,7 @@ PYBIND11_MODULE(_idxplan, m) {
 
   m.def("check_step_buffers", [](const Geometry& g, const StepPlan& plan, const PyStepInputs& in,
                                  const PyStepOutputs& out) { check_step_buffers(g, plan, in.raw, out.raw); });
+  m.def("check_step_outputs", [](const Geometry& g, const PyStepOutputs& out) { check_step_outputs(g, out.raw); });
   m.def("fill_step_buffers", [](const Geometry& g, const StepPlan& plan, const PyStepInputs& in,
                                 const PyStepOutputs& out) {
     require_memory(Memory::host, in.memory, out.memory, "fill_step_buffers (the CPU reference)");
@@ -531,12 +568,13 @@ PYBIND11_MODULE(_idxplan, m) {
   m.attr("device_platform") = device_platform();
   m.def("device_count", &python::device_count);
   m.def("compute_units", &python::compute_units);
-  m.def("enqueue", [](const Geometry& g, const StepPlan& plan, const PyStepInputs& in,
-                      const PyStepOutputs& out, std::uintptr_t stream) {
+  // The package's enqueue() picks the stream; this one takes it as given.
+  m.def("_enqueue", [](const Geometry& g, const StepPlan& plan, const PyStepInputs& in,
+                       const PyStepOutputs& out, std::uintptr_t stream) {
     require_memory(Memory::device, in.memory, out.memory, "enqueue");
     const py::gil_scoped_release release;
     python::enqueue(g, plan, in.raw, out.raw, stream);
-  }, py::arg("geometry"), py::arg("plan"), py::arg("inputs"), py::arg("outputs"), py::arg("stream") = 0);
+  }, py::arg("geometry"), py::arg("plan"), py::arg("inputs"), py::arg("outputs"), py::arg("stream"));
 #else
   m.attr("device_platform") = py::none();
 #endif

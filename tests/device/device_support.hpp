@@ -38,7 +38,7 @@ struct DeviceInputs {
       : query_start_loc(upload(qsl)), seq_lens(upload(lens)), block_table(upload(table)),
         stride(table_stride) {}
   StepInputs inputs() const {
-    return StepInputs{seq_lens.data(), query_start_loc.data(), block_table.data(), stride};
+    return make_step_inputs(seq_lens, query_start_loc, block_table, stride);
   }
 };
 

@@ -15,7 +15,9 @@
 
 #include "device_support.hpp"
 #include "idxplan/device/prepare_step.hpp"
+#include "idxplan/plan/launches.hpp"
 #include "idxplan/plan/step.hpp"
+#include "launch_bounds.hpp"
 #include "random_step.hpp"
 #include "test_support.hpp"
 
@@ -188,6 +190,61 @@ TEST_F(PrepareStep, PacksMoreChunkGroupsThanOneLaunchCarries) {
   EXPECT_EQ(num_step_launches(plan_), 3);
 }
 
+TEST_F(PrepareStep, ClampsEachRequestToItsChunkInEveryLaunch) {
+  // 298 one-chunk prefills over three launches, each request's device
+  // length ten times its own upper bound: every launch writes its requests'
+  // contexts and rows clamped to their own chunk, as the reference does.
+  IndexerConfig c = test::deepseek_config();
+  c.max_model_len = 65536;
+  c.max_logits_mb = 1;
+  c.max_num_seqs = 300;
+  c.max_num_batched_tokens = 4096;
+  const Geometry g = make_geometry(c);
+  const device::StepBuffers buffers(g);
+  test::HostBuffers host(g);
+  Words qsl{0, 1, 2}, upper{100, 200}, exact{1000, 2000};
+  for (int r = 0; r < 298; ++r) {
+    qsl.push_back(qsl.back() + 10);
+    upper.push_back(56000 + 30 * r);  // over 13,107 columns: under 20 rows a chunk
+    exact.push_back(10 * upper.back());
+  }
+  const Words table(300 * 512, 3);
+  EXPECT_EQ(run(g, buffers, host, qsl, exact, upper, kUnpaddedTokens, table, 512), "");
+  ASSERT_EQ(num_step_launches(plan_), 3);
+  const StepInputs in = make_step_inputs(exact, qsl, table, 512);
+  EXPECT_EQ(test::launch_bound_violation(g, plan_, in, host.outputs()), "");
+  EXPECT_EQ(host.context_lens[299], (56000 + 30 * 297) / 4);
+}
+
+TEST_F(PrepareStep, MatchesTheReferenceOnBrokenDeviceLengths) {
+  // A broken engine's device lengths (negative, past the bound, INT32_MIN
+  // and INT32_MAX): the kernel writes the reference's clamped words, and
+  // no launch view reads past its plan.
+  const std::vector<Geometry> geometries = test::random_geometries();
+  std::vector<device::StepBuffers> buffers;
+  std::vector<test::HostBuffers> host;
+  for (const Geometry& g : geometries) {
+    buffers.emplace_back(g);
+    host.emplace_back(g);
+  }
+  std::mt19937_64 rng(977);
+  const int steps = env_steps(600);
+  for (int i = 0; i < steps; ++i) {
+    const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
+    test::RandomStep s = test::random_step(geometries[k], rng);
+    for (std::size_t r = 0; r < s.seq_lens.size(); ++r) {
+      const int32_t ub = s.seq_lens_upper_bound[r];
+      const int32_t wild[] = {INT32_MIN, -1, 0, ub + 4, 10 * (ub % 100000) + 7, INT32_MAX, s.seq_lens[r]};
+      s.seq_lens[r] = wild[std::uniform_int_distribution<std::size_t>(0, 6)(rng)];
+    }
+    const std::string diff = run(geometries[k], buffers[k], host[k], s.query_start_loc, s.seq_lens,
+                                 s.seq_lens_upper_bound, s.num_tokens, s.block_table, s.table_stride);
+    ASSERT_EQ(diff, "") << "step " << i << " on geometry " << k;
+    const StepInputs in = make_step_inputs(s.seq_lens, s.query_start_loc, s.block_table, s.table_stride);
+    ASSERT_EQ(test::launch_bound_violation(geometries[k], plan_, in, host[k].outputs()), "") << "step " << i;
+  }
+}
+
 TEST_F(PrepareStep, AStepWithNoTokensStillWritesTheContexts) {
   const Geometry g = make_geometry(test::deepseek_config());
   const device::StepBuffers buffers(g);
@@ -304,7 +361,7 @@ TEST_F(PrepareStep, RefusesBuffersTooSmallAndLaunchesNothing) {
               std::string::npos) << e.what();
   }
   StepInputs narrow = in.inputs();
-  narrow.block_table_stride = 16;  // the step reads 2344 columns
+  narrow.block_table_cols = narrow.block_table_stride = 16;  // the step reads 2344 columns
   EXPECT_THROW(device::enqueue(g, plan_, narrow, buffers.outputs(), stream_), StepError);
   device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
   Words after(poison.size());
@@ -312,16 +369,47 @@ TEST_F(PrepareStep, RefusesBuffersTooSmallAndLaunchesNothing) {
   EXPECT_EQ(after, poison);
 }
 
+TEST_F(PrepareStep, RefusesInputsShorterThanThePlanReadsAndLaunchesNothing) {
+  // The issue's cases on the device: a 2-row block table and a 1-entry
+  // seq_lens for a 4-request ragged step were read past (out-of-bounds
+  // device reads); their extents now refuse them before the launch.
+  IndexerConfig c = test::deepseek_config();
+  c.num_speculative_tokens = 1;
+  const Geometry g = make_geometry(c);
+  const device::StepBuffers buffers(g);
+  const Words qsl{0, 1, 3, 4, 5}, lens{1250, 100, 15000, 101};
+  plan_step(g, qsl, lens, kUnpaddedTokens, plan_);
+  ASSERT_TRUE(plan_.decode.ragged());
+  const StepOutputs out = buffers.outputs();
+  const Words poison(8, test::kPoison);
+  device::check(device::rt::memcpy_to_device(out.context_lens.data, poison.data(), 32), "poison");
+  const test::DeviceInputs two_rows(qsl, lens, Words(2 * 128, 1), 128);
+  const test::DeviceInputs one_length(qsl, Words{1250}, Words(4 * 128, 1), 128);
+  EXPECT_EQ(test::error_of<StepError>([&] { device::enqueue(g, plan_, two_rows.inputs(), out, stream_); }),
+            "StepInputs.block_table_rows=2 is short: the step reads 4 (a row a request)");
+  EXPECT_EQ(test::error_of<StepError>([&] { device::enqueue(g, plan_, one_length.inputs(), out, stream_); }),
+            "StepInputs.num_seq_lens=1 is short: the step reads 4 (a length a request)");
+  device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
+  Words after(8);
+  device::check(device::rt::memcpy_to_host(after.data(), out.context_lens.data, 32), "read");
+  EXPECT_EQ(after, poison);
+  const test::DeviceInputs whole(qsl, lens, Words(4 * 128, 1), 128);
+  EXPECT_NO_THROW(device::enqueue(g, plan_, whole.inputs(), out, stream_));
+  device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
+}
+
 // Host-side, so these run wherever the device code builds, GPU or not.
 TEST(LaunchGrid, GivesEachBufferItsOwnBlocks) {
   StepArgs a;
-  a.num_reqs = 300;                     // 2 blocks of contexts
+  a.num_reqs = 300;
+  a.request_end = 300;                  // 2 blocks of contexts
   a.num_decodes = 400;                  // 400 decode requests and 200 padding rows:
   a.num_decode_rows = 600;              // 3 blocks of decode rows
   a.num_real_decode_rows = 400;
   a.num_block_cols = 10;                // 3 quads an item: 8 blocks of table
   a.num_decode_tokens = 600;
-  a.num_tokens = 600 + 1000;            // 4 of prefill rows
+  a.token_begin = 600;
+  a.token_end = 600 + 1000;             // 4 of prefill rows
   a.word_begin = 5;
   a.word_end = 5 + 257;                 // 2 of packed offsets
   a.schedule.num_ctas = 2048;           // 4 of schedule slots
@@ -334,11 +422,14 @@ TEST(LaunchGrid, GivesEachBufferItsOwnBlocks) {
   const device::LaunchGrid capped = device::launch_grid(a, 2);
   EXPECT_EQ((std::vector<int32_t>(capped.end, capped.end + device::kParts)),
             (std::vector<int32_t>{4, 6, 8, 10, 12, 14}));
-  // A packing-only launch writes its packed offsets alone.
-  a.packing_only = true;
-  const device::LaunchGrid packing = device::launch_grid(a, 1024);
-  EXPECT_EQ((std::vector<int32_t>(packing.end, packing.end + device::kParts)),
-            (std::vector<int32_t>{0, 2, 2, 2, 2, 2}));
+  // A further launch writes its groups' packed offsets, and the contexts
+  // and prefill rows of their requests; no decode buffer.
+  a.writes_decode = false;
+  a.request_begin = 100;                // 1 block of contexts
+  a.token_begin = 1000;                 // 3 of prefill rows
+  const device::LaunchGrid further = device::launch_grid(a, 1024);
+  EXPECT_EQ((std::vector<int32_t>(further.end, further.end + device::kParts)),
+            (std::vector<int32_t>{0, 2, 3, 3, 3, 6}));
   // A launch with nothing to write still has a block.
   EXPECT_EQ(device::launch_grid(StepArgs{}, 1024).blocks(), 1);
 }

@@ -2,10 +2,14 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 // libFuzzer harness for the planner: a config near the DeepSeek preset with
 // fields swapped for edge values, then a step (valid, or broken in one of the
-// ways an engine breaks it) planned and filled by the CPU reference into
-// buffers of exactly step_buffer_sizes, and every invariant of docs/design.md
-// checked. A violated invariant aborts with a message; the sanitizers catch
-// what the invariants do not.
+// ways an engine breaks it: wrong lengths, arrays shorter than the step, block
+// tables of any rows, columns and stride) planned and filled by the CPU
+// reference into buffers of exactly step_buffer_sizes, and every invariant of
+// docs/design.md checked: a short input refused, every launch view inside the
+// arrays it points into and within what the plan sized for it (9.1). A
+// violated invariant aborts with a message; the sanitizers catch what the
+// invariants do not (every engine array is a heap block of exactly its
+// extent, so a read past it is an ASan report).
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "idxplan/idxplan.hpp"
+#include "launch_bounds.hpp"
 
 namespace {
 
@@ -77,6 +82,7 @@ IndexerConfig fuzz_config(FuzzedDataProvider& in) {
 struct Step {
   std::vector<int32_t> qsl, upper, exact, table;
   int32_t stride = 0;
+  int32_t cols = 0;  // page ids a row holds: the stride, or fewer (a column slice)
   int64_t num_tokens = kUnpaddedTokens;
 };
 
@@ -105,16 +111,36 @@ Step fuzz_step(FuzzedDataProvider& in, const Geometry& g) {
     ub = std::clamp<int64_t>(ub, kMin, kMax);
     s.upper.push_back(static_cast<int32_t>(ub));
     static constexpr int32_t kWild[] = {kMin, -1, 0, 1, kMax};
-    int32_t exact = static_cast<int32_t>(ub);
-    if (in.ConsumeIntegralInRange<int>(0, 7) == 0) exact = in.PickValueInArray(kWild);
-    s.exact.push_back(exact);
+    int64_t exact = ub;
+    switch (in.ConsumeIntegralInRange<int>(0, 7)) {
+      case 0: exact = in.PickValueInArray(kWild); break;
+      case 1: exact = ub + in.ConsumeIntegralInRange<int64_t>(1, 8); break;  // just past its bound
+      case 2: exact = ub * in.ConsumeIntegralInRange<int64_t>(2, 20); break;
+      case 3: exact = in.ConsumeIntegralInRange<int64_t>(0, std::max<int64_t>(ub, 0)); break;
+      default: break;
+    }
+    s.exact.push_back(static_cast<int32_t>(std::clamp<int64_t>(exact, kMin, kMax)));
   }
   if (in.ConsumeBool()) s.num_tokens = s.qsl.back() + in.ConsumeIntegralInRange<int64_t>(-2, 40);
   s.stride = std::max(0, g.max_blocks_per_seq() + in.ConsumeIntegralInRange<int32_t>(-3, 3));
   if (int64_t{reqs} * s.stride > kMaxWords) s.stride = 0;
+  s.cols = s.stride - (in.ConsumeIntegralInRange<int>(0, 3) == 0 ? in.ConsumeIntegralInRange<int32_t>(0, 3) : 0);
+  s.cols = std::max(s.cols, 0);
   s.table.assign(static_cast<std::size_t>(reqs) * static_cast<std::size_t>(s.stride), 0);
   for (std::size_t i = 0; i < s.table.size(); ++i) s.table[i] = static_cast<int32_t>(i);
   return s;
+}
+
+// An engine array as a heap block of exactly `count` entries (fewer than
+// `full` when the engine got it wrong): ASan reports any read past it.
+std::vector<int32_t> shortened(FuzzedDataProvider& in, const std::vector<int32_t>& full, std::size_t unit) {
+  std::size_t count = full.size();
+  if (in.ConsumeIntegralInRange<int>(0, 7) == 0 && count > 0) {
+    count = unit * in.ConsumeIntegralInRange<std::size_t>(0, count / std::max<std::size_t>(unit, 1));
+  }
+  std::vector<int32_t> v(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(count));
+  v.shrink_to_fit();
+  return v;
 }
 
 // [p, p + count) lies inside buffer b, or p is null and count nothing.
@@ -211,35 +237,71 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     }
     check_plan(g, s, plan);
 
-    // Buffers of exactly the sizes the geometry promises.
+    // Buffers of exactly the sizes the geometry promises, which
+    // check_step_outputs takes.
     HostStepBuffers buffers(g, -7);
     const StepOutputs out = buffers.outputs(in.ConsumeBool());
-    const StepInputs inputs{s.exact.data(), s.qsl.data(), s.table.data(), s.stride};
+    check_step_outputs(g, out);
+    // The engine's arrays, each of exactly its extent, now and then short.
+    const std::vector<int32_t> exact = shortened(in, s.exact, 1);
+    const std::vector<int32_t> qsl = shortened(in, s.qsl, 1);
+    const std::vector<int32_t> table = shortened(in, s.table, static_cast<std::size_t>(std::max(s.stride, 1)));
+    StepInputs inputs = make_step_inputs(exact, qsl, table, s.stride);
+    inputs.block_table_cols = s.cols;
+    const bool rows = plan.num_decode_tokens + plan.num_prefill_tokens > 0;
+    const bool short_inputs =
+        inputs.num_seq_lens < plan.num_reqs || (plan.num_reqs > 0 && inputs.num_query_start_loc < plan.num_reqs + 1) ||
+        (rows && plan.num_reqs > 0 &&
+         (inputs.block_table_rows < plan.num_reqs || s.cols < block_table_cols_read(g, plan)));
     try {
       fill_step_buffers(g, plan, inputs, out);
     } catch (const StepError&) {
-      FUZZ_CHECK(s.stride < block_table_cols_read(g, plan));  // the only input left to refuse
+      FUZZ_CHECK(short_inputs);  // the only inputs left to refuse
       return 0;
     }
+    FUZZ_CHECK(!short_inputs);
     check_buffers(g, plan, buffers.context_lens, buffers.decode_row_lens, buffers.prefill_row_ends,
                   buffers.decode_schedule);
+    // No launch is told to read past what the plan sized for it.
+    const std::string violation = test::launch_bound_violation(g, plan, inputs, out);
+    if (!violation.empty()) {
+      std::fprintf(stderr, "fuzz_plan: %s\n", violation.c_str());
+      std::abort();
+    }
 
-    // Every launch view lies inside the buffers it points into.
+    // Every launch view lies inside the arrays it points into: its counts
+    // of rows and columns within the engine's table or the step buffers.
     const DecodeLaunch d = decode_launch(g, plan, inputs, out);
-    const int64_t rows = int64_t{d.num_seqs} * d.next_n;
-    FUZZ_CHECK(inside(d.row_ends, rows, buffers.decode_row_lens));
+    const int64_t decode_rows = int64_t{d.num_seqs} * d.next_n;
+    FUZZ_CHECK(inside(d.row_ends, decode_rows, buffers.decode_row_lens));
+    FUZZ_CHECK(d.num_seqs == 0 || inside(d.context_lens, d.num_seqs, d.next_n > 1 ? buffers.context_lens
+                                                                                   : buffers.decode_row_lens));
+    FUZZ_CHECK(d.block_ends == nullptr || inside(d.block_ends, decode_rows, buffers.decode_block_ends));
     FUZZ_CHECK(d.schedule == nullptr || inside(d.schedule, 4 * int64_t{d.num_ctas}, buffers.decode_schedule));
+    if (d.num_seqs > 0) {
+      const int64_t words = int64_t{d.num_seqs - 1} * d.block_table_stride + d.max_blocks;
+      FUZZ_CHECK(d.max_blocks <= (d.in_place ? s.cols : d.block_table_stride));
+      FUZZ_CHECK(inside(d.block_table, words, d.in_place ? table : buffers.decode_block_table));
+    }
+    if (d.row_block_table != nullptr) {
+      const int64_t words = (decode_rows - 1) * d.row_block_table_stride + d.max_blocks;
+      FUZZ_CHECK(inside(d.row_block_table, words, plan.decode.rows_are_requests ? table : buffers.decode_block_table));
+    }
     for (std::size_t i = 0; i < plan.prefill.size(); ++i) {
       const PrefillLaunch l = prefill_launch(g, plan, i, inputs, out);
       FUZZ_CHECK(inside(l.row_ends, l.token_end - l.token_start, buffers.prefill_row_ends));
+      FUZZ_CHECK(l.block_ends == nullptr || inside(l.block_ends, l.token_end - l.token_start, buffers.prefill_block_ends));
       FUZZ_CHECK(inside(l.context_lens, l.num_reqs, buffers.context_lens));
       FUZZ_CHECK(inside(l.query_start_loc, l.num_reqs + 1, buffers.prefill_query_start_loc));
-      FUZZ_CHECK(inside(l.block_table, int64_t{l.num_reqs - 1} * s.stride + l.max_blocks, s.table));
+      FUZZ_CHECK(l.max_blocks <= s.cols);
+      FUZZ_CHECK(inside(l.block_table, int64_t{l.num_reqs - 1} * s.stride + l.max_blocks, table));
     }
     for (std::size_t i = 0; i < plan.gather_launches.size(); ++i) {
       const CandidateLaunch l = candidate_launch(g, plan, i, inputs, out);
       FUZZ_CHECK(inside(l.row_ends, l.token_end - l.token_start, buffers.prefill_row_ends));
+      FUZZ_CHECK(l.block_ends == nullptr || inside(l.block_ends, l.token_end - l.token_start, buffers.prefill_block_ends));
       FUZZ_CHECK(inside(l.context_len, 1, buffers.context_lens));
+      FUZZ_CHECK(inside(l.block_table, 1, table));
     }
   } catch (const ConfigError&) {
     return 0;  // refused at engine start, with a message

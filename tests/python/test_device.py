@@ -162,3 +162,63 @@ def test_device_arrays_are_checked_naming_the_argument():
     small["decode_block_table"] = torch.zeros((2, 4), dtype=torch.int32, device="cuda")
     with pytest.raises(idxplan.StepError, match="decode_row_lens holds 2 words, and the step writes 4"):
         idxplan.enqueue(g, plan, good, idxplan.StepOutputs(**small), stream())
+
+
+def test_enqueue_takes_torchs_current_stream_or_a_given_one():
+    g = idxplan.make_geometry(**CONFIGS[0])
+    step = random_step(CONFIGS[0], rng_for(15))
+    plan = idxplan.Planner(g).plan(step["query_start_loc"], step["seq_lens_upper_bound"], step["num_tokens"])
+    inputs, host = inputs_for(step, "cuda"), host_outputs(g, False)
+    idxplan.fill_step_buffers(g, plan, host_inputs(step), host)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        a = cuda_outputs(g, False)
+        idxplan.enqueue(g, plan, inputs, a)  # on `side`, torch's current stream here
+    side.synchronize()
+    for name in a.names:
+        assert np.array_equal(a[name].cpu().numpy(), host[name]), name
+
+
+def test_enqueue_without_torch_needs_a_stream(monkeypatch):
+    g = idxplan.make_geometry(**CONFIGS[0])
+    plan = idxplan.Planner(g).plan([0, 2, 4], [100, 200])
+    monkeypatch.delitem(__import__("sys").modules, "torch")
+    with pytest.raises(ValueError, match="enqueue needs a stream"):
+        idxplan.enqueue(g, plan, None, None)
+
+
+def test_short_device_inputs_are_refused_and_nothing_is_written():
+    # The cases on the GPU: a 2-row table and a 1-entry seq_lens for a
+    # 4-request ragged step were out-of-bounds device reads.
+    g = idxplan.make_geometry(**dict(CONFIGS[0], num_speculative_tokens=1, adaptive_verification=False))
+    plan = idxplan.Planner(g).plan([0, 1, 3, 4, 5], [1250, 100, 15000 // 8, 101])
+    assert plan.decode.ragged
+    lens = torch.tensor([1250, 100, 15000 // 8, 101], dtype=torch.int32, device="cuda")
+    qsl = torch.tensor([0, 1, 3, 4, 5], dtype=torch.int32, device="cuda")
+    table = torch.ones((4, g.max_blocks_per_seq), dtype=torch.int32, device="cuda")
+    out = cuda_outputs(g, False)
+    with pytest.raises(idxplan.StepError, match=r"block_table_rows=2 is short: the step reads 4"):
+        idxplan.enqueue(g, plan, idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl, block_table=table[:2]), out)
+    with pytest.raises(idxplan.StepError, match=r"num_seq_lens=1 is short: the step reads 4"):
+        idxplan.enqueue(g, plan, idxplan.StepInputs(seq_lens=lens[:1], query_start_loc=qsl, block_table=table), out)
+    torch.cuda.synchronize()
+    assert (out["context_lens"] == POISON).all() and (out["decode_block_table"] == POISON).all()
+
+
+def test_a_device_length_past_its_bound_stays_in_its_chunk_on_the_gpu():
+    config = dict(CONFIGS[0], max_logits_mb=1)
+    g = idxplan.make_geometry(**config)
+    qsl, upper, exact = [0, 50, 60], [60000, 400], [60000, 4000]
+    plan = idxplan.Planner(g).plan(qsl, upper)
+    step = dict(query_start_loc=qsl, seq_lens=exact, block_table=[[1] * g.max_blocks_per_seq] * 2,
+                stride=g.max_blocks_per_seq)
+    inputs, device = inputs_for(step, "cuda"), cuda_outputs(g, False)
+    host = host_outputs(g, False)
+    idxplan.enqueue(g, plan, inputs, device)
+    idxplan.fill_step_buffers(g, plan, host_inputs(step), host)
+    torch.cuda.synchronize()
+    for name in device.names:
+        assert np.array_equal(device[name].cpu().numpy(), host[name]), name
+    last = idxplan.prefill_launch(g, plan, len(plan.prefill) - 1, inputs, device)
+    assert (last.width, last.max_blocks) == (100, 4)
+    assert int(last.row_ends.max()) == 100 and last.context_lens.tolist() == [100]

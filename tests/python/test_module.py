@@ -8,6 +8,7 @@ import ast
 import json
 import os
 import pathlib
+import re
 import subprocess
 
 import numpy as np
@@ -214,13 +215,116 @@ def test_buffer_errors_name_the_buffer_and_sizes():
         idxplan.fill_step_buffers(g, plan, inputs, idxplan.StepOutputs(**small))
     narrow = idxplan.StepInputs(seq_lens=inputs.seq_lens, query_start_loc=inputs.query_start_loc,
                                 block_table=np.zeros((3, 16), dtype=np.int32))
-    with pytest.raises(idxplan.StepError, match="block_table_stride=16 is below the 2344 columns"):
+    with pytest.raises(idxplan.StepError, match="block_table_cols=16 is below the 2344 columns"):
         idxplan.fill_step_buffers(g, plan, narrow, idxplan.host_step_outputs(g))
     other = idxplan.make_geometry(**idxplan.deepseek_v41_config(128))
     with pytest.raises(idxplan.StepError, match="another Geometry"):
         idxplan.fill_step_buffers(other, plan, inputs, idxplan.host_step_outputs(other))
     with pytest.raises(idxplan.StepError, match="chunk 5 of a plan that has 5"):
         idxplan.prefill_launch(g, plan, 5, inputs, idxplan.host_step_outputs(g))
+
+
+def ragged_step():
+    """Four decodes, one of 2 rows (a ragged step), on a 2-row-decode geometry."""
+    g = idxplan.make_geometry(**idxplan.deepseek_v41_config(256))
+    plan = idxplan.Planner(g).plan([0, 1, 3, 4, 5], [1250, 100, 15000, 101])
+    assert plan.decode.ragged
+    return g, plan
+
+
+def test_inputs_shorter_than_the_plan_reads_are_refused():
+    # The issue's cases: before extents, a 2-row table was read past into
+    # decode_block_table, and a 1-entry seq_lens into context_lens.
+    g, plan = ragged_step()
+    lens = np.array([1250, 100, 15000, 101], dtype=np.int32)
+    qsl = np.array([0, 1, 3, 4, 5], dtype=np.int32)
+    table = np.ones((4, 128), dtype=np.int32)
+    out = idxplan.host_step_outputs(g)
+    idxplan.fill_step_buffers(g, plan, idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl, block_table=table), out)
+    assert out["context_lens"][:4].tolist() == [312, 25, 3750, 25]
+    out = idxplan.host_step_outputs(g)
+    short_table = idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl, block_table=table[:2])
+    with pytest.raises(idxplan.StepError, match=r"block_table_rows=2 is short: the step reads 4 \(a row a request\)"):
+        idxplan.fill_step_buffers(g, plan, short_table, out)
+    short_lens = idxplan.StepInputs(seq_lens=lens[:1], query_start_loc=qsl, block_table=table)
+    with pytest.raises(idxplan.StepError, match=r"num_seq_lens=1 is short: the step reads 4"):
+        idxplan.fill_step_buffers(g, plan, short_lens, out)
+    short_qsl = idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl[:4], block_table=table)
+    with pytest.raises(idxplan.StepError, match=r"num_query_start_loc=4 is short: the step reads 5"):
+        idxplan.check_step_buffers(g, plan, short_qsl, out)
+    # A column slice: rows of 128 words, 16 of them page ids.
+    few_cols = idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl, block_table=table[:, :16])
+    with pytest.raises(idxplan.StepError, match=r"block_table_cols=16 is below the 118 columns"):
+        idxplan.check_step_buffers(g, plan, few_cols, out)
+    assert out["decode_block_table"][:5].max() == 0  # nothing was written
+
+
+def test_a_device_length_past_its_bound_stays_in_its_chunk():
+    # Upper bound 400, device length 4,000, beside a 60,000-token request: the
+    # chunk is 100 columns (4 pages) wide, and so are its rows.
+    config = dict(idxplan.deepseek_v41_config(256), max_logits_mb=1)
+    g = idxplan.make_geometry(**config)
+    plan = idxplan.Planner(g).plan([0, 50, 60], [60000, 400])
+    inputs = idxplan.StepInputs(seq_lens=np.array([60000, 4000], dtype=np.int32),
+                                query_start_loc=np.array([0, 50, 60], dtype=np.int32),
+                                block_table=np.ones((2, g.max_blocks_per_seq), dtype=np.int32))
+    out = idxplan.host_step_outputs(g)
+    idxplan.fill_step_buffers(g, plan, inputs, out)
+    last = idxplan.prefill_launch(g, plan, len(plan.prefill) - 1, inputs, out)
+    assert (last.first_request, last.width, last.max_blocks) == (1, 100, 4)
+    assert last.context_lens.tolist() == [100]
+    assert last.row_ends.tolist() == [97, 98, 98, 98, 98, 99, 99, 99, 99, 100]
+
+
+def test_step_outputs_are_checked_at_engine_start():
+    g = idxplan.make_geometry(num_compute_units=4)
+    sizes = idxplan.step_buffer_sizes(g)
+    idxplan.check_step_outputs(g, idxplan.host_step_outputs(g))
+
+    def short(shape):  # an allocator that hands out one word too few
+        shape = (shape[0] - 1,) + tuple(shape[1:])
+        return np.zeros(shape, dtype=np.int32)
+
+    with pytest.raises(idxplan.StepError,
+                       match=f"StepOutputs.context_lens holds {sizes['context_lens'] - 1} words; the "
+                             f"geometry's steps write up to {sizes['context_lens']}"):
+        idxplan.step_outputs(g, short)
+
+
+def test_big_endian_arrays_are_refused():
+    lens = np.array([1250, 100, 15000, 101], dtype=">i4")
+    qsl = np.array([0, 1, 3, 4, 5], dtype=np.int32)
+    table = np.ones((4, 8), dtype=np.int32)
+    with pytest.raises(ValueError, match="seq_lens holds int32 in the other byte order"):
+        idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl, block_table=table)
+    with pytest.raises(ValueError, match="block_table holds int32 in the other byte order"):
+        idxplan.StepInputs(seq_lens=lens.astype("=i4"), query_start_loc=qsl, block_table=table.astype(">i4"))
+    planner = idxplan.Planner(idxplan.make_geometry(num_compute_units=4))
+    with pytest.raises(ValueError, match="query_start_loc holds >i8 in the other byte order"):
+        planner.plan(np.array([0, 1], dtype=">i8"), [5])
+    # Native order in any width is read as given.
+    assert planner.plan(np.array([0, 1], dtype="<u2"), np.array([5], dtype="=i8")).num_decodes == 1
+
+
+def test_num_tokens_is_an_integer_or_refused():
+    planner = idxplan.Planner(idxplan.make_geometry(num_compute_units=4))
+    for bad, shown in ((8.9, "8.9 (<class 'float'>)"), ("8", "'8' (<class 'str'>)"), (True, "True")):
+        with pytest.raises(idxplan.StepError, match=re.escape(f"num_tokens must be an integer, got {shown}")):
+            planner.plan([0, 1], [5], bad)
+    assert planner.plan([0, 1], [5], np.int64(8)).num_tokens == 8
+    assert planner.plan([0, 1], [5], 8).num_tokens == 8
+    with pytest.raises(idxplan.StepError, match="num_tokens=-1 is negative"):
+        planner.plan([0, 1], [5], -1)
+    with pytest.raises(idxplan.StepError, match="num_tokens=36893488147419103232 does not fit int64"):
+        planner.plan([0, 1], [5], 2**65)
+
+
+def test_values_past_int32_are_named_as_given():
+    planner = idxplan.Planner(idxplan.make_geometry(num_compute_units=4))
+    with pytest.raises(ValueError, match=r"query_start_loc\[1\]=18446744073709551615 is past"):
+        planner.plan(np.array([0, 2**64 - 1], dtype=np.uint64), [5])
+    with pytest.raises(idxplan.StepError, match=r"seq_lens_upper_bound\[0\]=4294967296 is past max_model_len"):
+        planner.plan([0, 1], np.array([2**32], dtype=np.int64))
 
 
 def test_array_errors_name_the_argument():

@@ -42,10 +42,10 @@ inline constexpr int kSlotsPerBlock = 2 * kPrepareThreads;
 enum class Part : int32_t {
   schedule,         // decode_schedule, kSlotsPerBlock slots a block
   packed_offsets,   // prefill_query_start_loc
-  contexts,         // context_lens
+  contexts,         // context_lens of the launch's requests
   decode_rows,      // decode_row_lens, decode_block_ends, a request a thread
   decode_table,     // decode_block_table, a request's four columns a thread
-  prefill_rows,     // prefill_row_ends, prefill_block_ends
+  prefill_rows,     // prefill_row_ends, prefill_block_ends of the launch's tokens
 };
 inline constexpr int kParts = 6;
 
@@ -82,15 +82,15 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   const auto blocks = [max_blocks](int64_t items, int64_t per_block) {
     return static_cast<int32_t>(std::min<int64_t>(ceil_div(std::max<int64_t>(items, 0), per_block), max_blocks));
   };
-  const bool full = !a.packing_only;
-  const bool schedule = full && a.schedule.present();
+  const bool decode = a.writes_decode;
+  const bool schedule = decode && a.schedule.present();
   int32_t count[kParts] = {
       schedule ? static_cast<int32_t>(ceil_div(a.schedule.num_ctas, kSlotsPerBlock)) : 0,
       blocks(int64_t{a.word_end} - a.word_begin, kPrepareThreads),
-      full ? blocks(a.num_reqs, kPrepareThreads) : 0,
-      full ? blocks(decode_row_items(a), kPrepareThreads) : 0,
-      full ? blocks(decode_table_items(a), kPrepareThreads) : 0,
-      full ? blocks(int64_t{a.num_tokens} - a.num_decode_tokens, kPrepareThreads) : 0,
+      blocks(int64_t{a.request_end} - a.request_begin, kPrepareThreads),
+      decode ? blocks(decode_row_items(a), kPrepareThreads) : 0,
+      decode ? blocks(decode_table_items(a), kPrepareThreads) : 0,
+      blocks(int64_t{a.token_end} - a.token_begin, kPrepareThreads),
   };
   LaunchGrid g;
   int32_t total = 0;
@@ -396,26 +396,30 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
   const int64_t start = int64_t{block} * kPrepareThreads + tid;
   const int64_t stride = int64_t{part_end - part_first} * kPrepareThreads;
 
-  switch (static_cast<Part>(part)) {
+  // The parts that search the launch's chunk groups (kernel arguments) read
+  // them staged in shared memory.
+  const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
+  const auto p = static_cast<Part>(part);
+  if (p == Part::packed_offsets || p == Part::contexts || p == Part::prefill_rows) {
+    for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
+      group_words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
+    }
+    __syncthreads();
+  }
+
+  switch (p) {
     case Part::schedule:
       write_schedule_slots<kItems>(a, block, first);
       break;
-    case Part::packed_offsets: {
-      // The launch's chunk groups (kernel arguments), staged in shared memory.
-      for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
-        group_words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
-      }
-      __syncthreads();
-      const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
+    case Part::packed_offsets:
       for (int64_t w = a.word_begin + start; w < a.word_end; w += stride) {
         const auto word = static_cast<int32_t>(w);
         a.out.prefill_query_start_loc.data[word] = prefill_query_start_loc_at(a, groups, word);
       }
       break;
-    }
     case Part::contexts:
-      for (int64_t r = start; r < a.num_reqs; r += stride) {
-        a.out.context_lens.data[r] = context_len_at(a, static_cast<int32_t>(r));
+      for (int64_t r = a.request_begin + start; r < a.request_end; r += stride) {
+        a.out.context_lens.data[r] = context_len_at(a, groups, static_cast<int32_t>(r));
       }
       break;
     case Part::decode_rows:
@@ -425,8 +429,8 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
       copy_decode_table(a, start, stride);
       break;
     case Part::prefill_rows:
-      for (int64_t t = a.num_decode_tokens + start; t < a.num_tokens; t += stride) {
-        const int32_t end = prefill_row_end_at(a, static_cast<int32_t>(t));
+      for (int64_t t = a.token_begin + start; t < a.token_end; t += stride) {
+        const int32_t end = prefill_row_end_at(a, groups, static_cast<int32_t>(t));
         a.out.prefill_row_ends.data[t - a.num_decode_tokens] = end;
         if (a.candidate_block_size > 0) {
           a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
@@ -440,7 +444,7 @@ __global__ void __launch_bounds__(kPrepareThreads) prepare_step_kernel(const Ste
 
 // Dynamic shared memory of a launch: the schedule's scan, work + 1 words.
 inline std::size_t shared_bytes(const StepArgs& a) {
-  if (!a.schedule.present() || a.packing_only) return 0;
+  if (!a.schedule.present() || !a.writes_decode) return 0;
   return sizeof(int32_t) * (static_cast<std::size_t>(a.schedule.work) + 1);
 }
 
@@ -485,10 +489,11 @@ inline int32_t max_prepare_blocks() {
 }
 
 // Enqueues the step's launch on `stream` (a step past kMaxLaunchGroups chunk
-// groups adds a packing-only launch per further 128). `inputs` are device
-// pointers: the exact seq_lens, query_start_loc and block table; `outputs`
-// the engine's buffers. check_step_buffers runs first: a StepError names
-// what is missing or too small, and nothing is launched.
+// groups adds a launch per further 128, for their requests and tokens).
+// `inputs` are device pointers: the exact seq_lens, query_start_loc and
+// block table, with their extents; `outputs` the engine's buffers.
+// check_step_buffers runs first: a StepError names what is missing, too
+// short or too small, and nothing is launched.
 inline void enqueue(const Geometry& g, const StepPlan& plan, const StepInputs& inputs,
                     const StepOutputs& outputs, Stream stream) {
   check_step_buffers(g, plan, inputs, outputs);

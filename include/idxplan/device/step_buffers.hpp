@@ -13,7 +13,7 @@
 
 #include "idxplan/config.hpp"
 #include "idxplan/device/runtime.hpp"
-#include "idxplan/plan/buffers.hpp"
+#include "idxplan/plan/step_io.hpp"
 
 namespace idxplan::device {
 

@@ -6,12 +6,13 @@
 // the CPU, fill_step_buffers() runs them over every index, which is the
 // reference the tests and the idxplan command use. The device kernel
 // (device/prepare_step.hpp) calls them unchanged, except that its decode
-// parts walk requests with the same row formulas (rows.hpp).
+// parts walk requests with the same row formulas (rows.hpp). What a step
+// reads and writes, and the checks on both, are in step_io.hpp.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -22,133 +23,15 @@
 #include "idxplan/plan/prefill.hpp"
 #include "idxplan/plan/rows.hpp"
 #include "idxplan/plan/schedule.hpp"
+#include "idxplan/plan/step_io.hpp"
 #include "idxplan/plan/types.hpp"
 
 namespace idxplan {
 
-// What a step reads: the engine's exact lengths and block table, all int32.
-// Device pointers for device::enqueue, host pointers for the CPU reference.
-struct StepInputs {
-  const int32_t* seq_lens = nullptr;         // [num_reqs] exact tokens per request
-  const int32_t* query_start_loc = nullptr;  // [num_reqs + 1] token offsets; the same
-                                             // values the step was planned with
-  const int32_t* block_table = nullptr;      // [num_reqs, block_table_stride] page ids
-  int32_t block_table_stride = 0;            // words per block-table row
-};
-
-// One step buffer, owned by the engine: where it is and how many int32 words
-// it holds (step_buffer_sizes says how many each needs at most).
-struct OutputBuffer {
-  int32_t* data = nullptr;
-  int64_t capacity = 0;  // int32 words
-};
-
-// What a step writes, into the engine's buffers.
-struct StepOutputs {
-  OutputBuffer context_lens;             // [num_reqs] L_r / C
-  OutputBuffer decode_row_lens;          // [decode rows] compressed context of each row
-  OutputBuffer decode_block_ends;        // [decode rows] candidate blocks each row sees
-  OutputBuffer decode_block_table;       // [decode rows, decode_block_table_stride]
-  OutputBuffer prefill_row_ends;         // [prefill tokens] exclusive key bound, token
-                                         // t at t - num_decode_tokens
-  OutputBuffer prefill_block_ends;       // [prefill tokens] candidate blocks
-  OutputBuffer prefill_query_start_loc;  // [packed words] each chunk's local offsets
-  OutputBuffer decode_schedule;          // [4 * num_ctas] descriptors
-  int32_t decode_block_table_stride = 0;  // words per decode block-table row
-  // decode_block_table is written only on steps whose decode launches need
-  // it (ragged ones, DecodePlan::ragged); an engine whose own consumers read
-  // it on every step with decodes sets this.
-  bool always_write_decode_block_table = false;
-};
-
-// The int32 words each step buffer holds, from the geometry's maxima.
-struct StepBufferSizes {
-  int64_t context_lens = 0;
-  int64_t decode_rows = 0;          // decode_row_lens and decode_block_ends
-  int64_t decode_block_table = 0;   // decode_rows * max_blocks_per_seq
-  int64_t prefill_rows = 0;         // prefill_row_ends and prefill_block_ends
-  int64_t prefill_query_start_loc = 0;
-  int64_t decode_schedule = 0;
-};
-
-inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
-  StepBufferSizes s;
-  s.context_lens = g.config().max_num_seqs;
-  s.decode_rows = g.max_decode_rows();
-  s.decode_block_table = int64_t{g.max_decode_rows()} * g.max_blocks_per_seq();
-  s.prefill_rows = g.config().max_num_batched_tokens;
-  // A chunk takes its requests' count + 1 words. Every chunk has a row; a
-  // chunk of several requests is its group's only chunk, and a query slice
-  // of a group is one request (docs/design.md 5.6), so the words are at most
-  // requests + 2 * prefill tokens.
-  s.prefill_query_start_loc = int64_t{g.config().max_num_seqs} + 2 * int64_t{s.prefill_rows};
-  s.decode_schedule = g.schedule_words();
-  return s;
-}
-
-// The words each buffer of one planned step needs, and no more: what a
-// step-sized CPU reference allocates (the idxplan command does).
-inline StepBufferSizes step_buffer_sizes(const StepPlan& plan) {
-  StepBufferSizes s;
-  s.context_lens = plan.num_reqs;
-  s.decode_rows = plan.decode.num_rows;
-  s.decode_block_table = int64_t{plan.decode.num_rows} * plan.decode.num_block_cols;
-  s.prefill_rows = plan.num_prefill_tokens;
-  s.prefill_query_start_loc = plan.num_prefill_query_start_loc_words;
-  s.decode_schedule = int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas;
-  return s;
-}
-
-// The step buffers in host memory, for the CPU reference: each of `sizes`
-// words, every word `fill`, the decode table `decode_block_table_stride`
-// words a row.
-struct HostStepBuffers {
-  std::vector<int32_t> context_lens, decode_row_lens, decode_block_ends, decode_block_table,
-      prefill_row_ends, prefill_block_ends, prefill_query_start_loc, decode_schedule;
-  int32_t decode_block_table_stride = 0;
-
-  HostStepBuffers(const StepBufferSizes& sizes, int32_t table_stride, int32_t fill = 0)
-      : context_lens(words(sizes.context_lens, fill)),
-        decode_row_lens(words(sizes.decode_rows, fill)),
-        decode_block_ends(words(sizes.decode_rows, fill)),
-        decode_block_table(words(sizes.decode_block_table, fill)),
-        prefill_row_ends(words(sizes.prefill_rows, fill)),
-        prefill_block_ends(words(sizes.prefill_rows, fill)),
-        prefill_query_start_loc(words(sizes.prefill_query_start_loc, fill)),
-        decode_schedule(words(sizes.decode_schedule, fill)),
-        decode_block_table_stride(table_stride) {}
-  // The geometry's buffers: enough for any of its steps.
-  explicit HostStepBuffers(const Geometry& g, int32_t fill = 0)
-      : HostStepBuffers(step_buffer_sizes(g), g.max_blocks_per_seq(), fill) {}
-
-  // The buffers as a step's outputs, each with its size as its capacity.
-  StepOutputs outputs(bool always_write_decode_block_table = false) {
-    StepOutputs out;
-    out.context_lens = buffer(context_lens);
-    out.decode_row_lens = buffer(decode_row_lens);
-    out.decode_block_ends = buffer(decode_block_ends);
-    out.decode_block_table = buffer(decode_block_table);
-    out.prefill_row_ends = buffer(prefill_row_ends);
-    out.prefill_block_ends = buffer(prefill_block_ends);
-    out.prefill_query_start_loc = buffer(prefill_query_start_loc);
-    out.decode_schedule = buffer(decode_schedule);
-    out.decode_block_table_stride = decode_block_table_stride;
-    out.always_write_decode_block_table = always_write_decode_block_table;
-    return out;
-  }
-
- private:
-  static std::vector<int32_t> words(int64_t n, int32_t fill) {
-    return std::vector<int32_t>(static_cast<std::size_t>(n), fill);
-  }
-  static OutputBuffer buffer(std::vector<int32_t>& v) {
-    return OutputBuffer{v.data(), static_cast<int64_t>(v.size())};
-  }
-};
-
-// Chunk groups one launch carries in its arguments (24 bytes each, within
-// the 4 KiB of kernel arguments HIP allows). A step with more groups packs
-// the rest in further launches that write nothing else.
+// Chunk groups one launch carries in its arguments (28 bytes each, within
+// the 4 KiB of kernel arguments HIP allows). A step with more groups takes
+// further launches, each writing its groups' packed words and the contexts
+// and prefill rows of their requests.
 inline constexpr int32_t kMaxLaunchGroups = 128;
 
 // Everything one launch needs, passed to the kernel by value.
@@ -168,11 +51,14 @@ struct StepArgs {
   int32_t num_block_cols = 0;   // decode_block_table columns a row copies; 0 when the
                                 // step does not write the table
   int32_t num_decode_tokens = 0;
-  int32_t num_tokens = 0;       // decode + prefill tokens: the step's rows
   int32_t max_seq_len = 0;      // the plan's longest host upper bounds, of the step and
-  int32_t max_decode_seq_len = 0;  // of its decodes: device lengths are read within them
-  bool packing_only = false;    // a further launch: only this launch's packed words
+  int32_t max_decode_seq_len = 0;  // of its decodes (seq_len_bound says which a request's is)
+  bool writes_decode = true;    // the step's first launch: the decode buffers and schedule
   ScheduleShape schedule{};
+  int32_t request_begin = 0;    // context_lens [request_begin, request_end) and the
+  int32_t request_end = 0;      // prefill rows of step tokens [token_begin, token_end):
+  int32_t token_begin = 0;      // the requests and tokens of this launch's groups (the
+  int32_t token_end = 0;        // first launch's from 0 and from the first prefill token)
   int32_t num_groups = 0;       // groups[0, num_groups) this launch packs ...
   int32_t word_begin = 0;       // ... into words [word_begin, word_end)
   int32_t word_end = 0;
@@ -180,105 +66,6 @@ struct StepArgs {
 };
 static_assert(std::is_trivially_copyable_v<StepArgs>, "kernel arguments are copied bytewise");
 static_assert(sizeof(StepArgs) <= 4096, "HIP passes at most 4 KiB of kernel arguments");
-
-// Whether the step writes decode_block_table: when its decode rows are
-// ragged (DecodePlan::ragged), or on every step with decodes when the engine
-// asks for it.
-inline bool writes_decode_block_table(const StepPlan& plan, const StepOutputs& out) {
-  return plan.decode.ragged() || (out.always_write_decode_block_table && plan.decode.num_rows > 0);
-}
-
-// Columns of the engine's block table the step's launches read: the pages
-// of its longest upper bound. The engine's stride must cover them.
-inline int32_t block_table_cols_read(const Geometry& g, const StepPlan& plan) {
-  const int64_t pages = detail::ceil_div(plan.max_seq_len, g.config().block_size);
-  return static_cast<int32_t>(std::min<int64_t>(pages, g.max_blocks_per_seq()));
-}
-
-// Throws StepError unless `plan` was made with `g` (or an equal geometry).
-inline void require_plan_of(const Geometry& g, const StepPlan& plan) {
-  if (plan.geometry != g.fingerprint()) {
-    throw StepError(fmt::format(
-        "the plan was made with another Geometry (fingerprint {:#x}, this one's {:#x}); plan the "
-        "step with the geometry its buffers are filled with",
-        plan.geometry, g.fingerprint()));
-  }
-}
-
-namespace detail {
-
-inline void require_output(const char* name, const OutputBuffer& b, int64_t words, const char* what) {
-  if (words <= 0) return;
-  if (b.data == nullptr) {
-    throw StepError(fmt::format("StepOutputs.{} is null, and the step writes {} words of it ({})",
-                                name, words, what));
-  }
-  if (b.capacity < words) {
-    throw StepError(fmt::format("StepOutputs.{} holds {} words, and the step writes {} ({})", name,
-                                b.capacity, words, what));
-  }
-}
-
-inline void require_input(const char* name, const int32_t* p, int64_t words, const char* what) {
-  if (words > 0 && p == nullptr) {
-    throw StepError(fmt::format("StepInputs.{} is null, and the step reads {} ({})", name, words, what));
-  }
-}
-
-}  // namespace detail
-
-// Everything the host can check before the step's buffers are filled, by the
-// CPU reference or the device: the plan is this geometry's, every pointer
-// the step reads or writes is there, each buffer holds what the plan writes,
-// and the block-table strides cover the columns read and written. Throws
-// StepError naming the buffer and the sizes.
-inline void check_step_buffers(const Geometry& g, const StepPlan& plan, const StepInputs& in,
-                               const StepOutputs& out) {
-  require_plan_of(g, plan);
-  const int64_t reqs = plan.num_reqs;
-  const bool rows = plan.num_decode_tokens + plan.num_prefill_tokens > 0;
-  detail::require_input("seq_lens", in.seq_lens, reqs, "a length a request");
-  detail::require_input("query_start_loc", in.query_start_loc, reqs > 0 ? reqs + 1 : 0, "offsets");
-  detail::require_input("block_table", in.block_table, rows ? reqs : 0, "a row a request");
-  const int32_t cols = block_table_cols_read(g, plan);
-  if (rows && reqs > 0 && in.block_table_stride < cols) {
-    throw StepError(fmt::format(
-        "StepInputs.block_table_stride={} is below the {} columns the step's launches read (the "
-        "pages of its longest upper bound, {} tokens)",
-        in.block_table_stride, cols, plan.max_seq_len));
-  }
-
-  const bool blocks = g.config().candidate_block_size > 0;
-  const int64_t decode_rows = plan.decode.num_rows;
-  const int64_t prefill_rows = plan.num_prefill_tokens;
-  detail::require_output("context_lens", out.context_lens, reqs, "a context a request");
-  detail::require_output("decode_row_lens", out.decode_row_lens, decode_rows, "a length a decode row");
-  if (blocks) {
-    detail::require_output("decode_block_ends", out.decode_block_ends, decode_rows,
-                           "candidate blocks a decode row");
-  }
-  if (writes_decode_block_table(plan, out)) {
-    const int32_t copied = plan.decode.num_block_cols;
-    if (out.decode_block_table_stride < copied) {
-      throw StepError(fmt::format(
-          "StepOutputs.decode_block_table_stride={} is below the {} columns a decode row copies",
-          out.decode_block_table_stride, copied));
-    }
-    detail::require_output("decode_block_table", out.decode_block_table,
-                           (decode_rows - 1) * out.decode_block_table_stride + copied,
-                           "a block-table row a decode row");
-  }
-  detail::require_output("prefill_row_ends", out.prefill_row_ends, prefill_rows, "a row end a prefill row");
-  if (blocks) {
-    detail::require_output("prefill_block_ends", out.prefill_block_ends, prefill_rows,
-                           "candidate blocks a prefill row");
-  }
-  detail::require_output("prefill_query_start_loc", out.prefill_query_start_loc,
-                         plan.num_prefill_query_start_loc_words, "each chunk's packed offsets");
-  detail::require_output("decode_schedule", out.decode_schedule,
-                         int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas,
-                         "4 words a schedule slot");
-}
 
 // Launches a step takes: one, plus one per further kMaxLaunchGroups groups.
 inline int32_t num_step_launches(const StepPlan& plan) {
@@ -304,20 +91,25 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   a.native_next_n = plan.decode.native.next_n;
   a.num_block_cols = writes_decode_block_table(plan, out) ? plan.decode.num_block_cols : 0;
   a.num_decode_tokens = plan.num_decode_tokens;
-  // The rows the step's requests own; a step with no request owns none of
-  // its padding tokens.
-  a.num_tokens = plan.num_decode_tokens + plan.num_prefill_tokens;
   a.max_seq_len = plan.max_seq_len;
   a.max_decode_seq_len = plan.decode.max_seq_len;
-  a.packing_only = launch > 0;
+  a.writes_decode = launch == 0;
   a.schedule = plan.decode.schedule;
   const std::size_t first = static_cast<std::size_t>(launch) * kMaxLaunchGroups;
   const std::size_t last = std::min(plan.chunk_groups.size(), first + kMaxLaunchGroups);
   a.num_groups = static_cast<int32_t>(last > first ? last - first : 0);
   for (std::size_t i = first; i < last; ++i) a.groups[i - first] = plan.chunk_groups[i];
   a.word_begin = a.num_groups > 0 ? a.groups[0].word_offset : 0;
-  a.word_end = last < plan.chunk_groups.size() ? plan.chunk_groups[last].word_offset
-                                               : plan.num_prefill_query_start_loc_words;
+  const bool more = last < plan.chunk_groups.size();
+  a.word_end = more ? plan.chunk_groups[last].word_offset : plan.num_prefill_query_start_loc_words;
+  // A group's first token is its first request's first row, so the tokens
+  // of a launch's range belong to the requests of its range. The step's
+  // rows are the ones its requests own: a step with no request owns none of
+  // its padding tokens.
+  a.request_begin = launch == 0 ? 0 : a.groups[0].first_request;
+  a.request_end = more ? plan.chunk_groups[last].first_request : plan.num_reqs;
+  a.token_begin = launch == 0 ? plan.num_decode_tokens : a.groups[0].token_start;
+  a.token_end = more ? plan.chunk_groups[last].token_start : plan.num_decode_tokens + plan.num_prefill_tokens;
   return a;
 }
 
@@ -339,18 +131,38 @@ inline void check_step_args(const StepArgs& a) {
 
 // The bodies: each a function of one index.
 
-// The exact lengths the device reads, within the host's bounds (rows.hpp):
-// a broken engine's lengths cannot make a row reach past the plan's widths
-// and block-table columns.
-IDXPLAN_HD int32_t seq_len_at(const StepArgs& a, int32_t r) {
-  return clamp_seq_len(a.in.seq_lens[r], a.max_seq_len);
+// The longest length request r's launches were sized for (docs/design.md
+// 9.1): a decode's, the decode launch's bound; a prefill's, the longest host
+// upper bound of its chunk, whose width is that over C; a request in no
+// chunk (no rows, or a dropped chunk's), which no launch reads, the step's.
+// `groups` are the launch's, which hold every prefill request of its range.
+IDXPLAN_HD int32_t seq_len_bound(const StepArgs& a, const ChunkGroup* groups, int32_t r) {
+  if (r < a.num_decodes) return a.max_decode_seq_len;
+  if (a.num_groups == 0 || groups[0].first_request > r) return a.max_seq_len;
+  // The last group whose first request is at most r.
+  int32_t lo = 0;
+  int32_t hi = a.num_groups;
+  while (hi - lo > 1) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (groups[mid].first_request <= r) lo = mid; else hi = mid;
+  }
+  const ChunkGroup& g = groups[lo];
+  return r < g.first_request + g.num_reqs ? g.max_seq_len : a.max_seq_len;
+}
+
+// The exact lengths the device reads, each within its request's bound
+// (rows.hpp): a broken engine's lengths cannot make a row reach past its
+// launch's width and block-table columns, whatever the step's other
+// requests hold.
+IDXPLAN_HD int32_t seq_len_at(const StepArgs& a, const ChunkGroup* groups, int32_t r) {
+  return clamp_seq_len(a.in.seq_lens[r], seq_len_bound(a, groups, r));
 }
 IDXPLAN_HD int32_t decode_seq_len_at(const StepArgs& a, int32_t r) {
   return clamp_seq_len(a.in.seq_lens[r], a.max_decode_seq_len);
 }
 
-IDXPLAN_HD int32_t context_len_at(const StepArgs& a, int32_t r) {
-  return a.by_compress_ratio.divide(seq_len_at(a, r));
+IDXPLAN_HD int32_t context_len_at(const StepArgs& a, const ChunkGroup* groups, int32_t r) {
+  return a.by_compress_ratio.divide(seq_len_at(a, groups, r));
 }
 
 // The request decode row i belongs to, or -1 for a graph padding row.
@@ -376,12 +188,13 @@ IDXPLAN_HD int32_t decode_row_len_at(const StepArgs& a, int32_t i) {
                         a.by_compress_ratio);
 }
 
-// Row end of step token t, a prefill token; 0 for padding past the last request.
-IDXPLAN_HD int32_t prefill_row_end_at(const StepArgs& a, int32_t t) {
+// Row end of step token t, a prefill token of the launch's range; 0 for
+// padding past the last request. `groups` are the launch's.
+IDXPLAN_HD int32_t prefill_row_end_at(const StepArgs& a, const ChunkGroup* groups, int32_t t) {
   if (t >= a.in.query_start_loc[a.num_reqs]) return 0;
   const int32_t r = find_request(a.in.query_start_loc, a.num_decodes, a.num_reqs, t);
   const int32_t start = a.in.query_start_loc[r];
-  return prefill_row_end(seq_len_at(a, r), a.in.query_start_loc[r + 1] - start, t - start,
+  return prefill_row_end(seq_len_at(a, groups, r), a.in.query_start_loc[r + 1] - start, t - start,
                          a.compress_ratio);
 }
 
@@ -462,9 +275,17 @@ inline void fill_step_launch(const StepArgs& a) {
   for (int32_t w = a.word_begin; w < a.word_end; ++w) {
     a.out.prefill_query_start_loc.data[w] = prefill_query_start_loc_at(a, a.groups, w);
   }
-  if (a.packing_only) return;
-
-  for (int32_t r = 0; r < a.num_reqs; ++r) a.out.context_lens.data[r] = context_len_at(a, r);
+  for (int32_t r = a.request_begin; r < a.request_end; ++r) {
+    a.out.context_lens.data[r] = context_len_at(a, a.groups, r);
+  }
+  for (int32_t t = a.token_begin; t < a.token_end; ++t) {
+    const int32_t end = prefill_row_end_at(a, a.groups, t);
+    a.out.prefill_row_ends.data[t - a.num_decode_tokens] = end;
+    if (a.candidate_block_size > 0) {
+      a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+    }
+  }
+  if (!a.writes_decode) return;
 
   for (int32_t i = 0; i < a.num_decode_rows; ++i) {
     const int32_t len = decode_row_len_at(a, i);
@@ -475,14 +296,6 @@ inline void fill_step_launch(const StepArgs& a) {
     int32_t* row = a.out.decode_block_table.data + int64_t{i} * a.out.decode_block_table_stride;
     for (int32_t col = 0; col < a.num_block_cols; ++col) {
       row[col] = r < 0 ? 0 : a.in.block_table[int64_t{r} * a.in.block_table_stride + col];
-    }
-  }
-
-  for (int32_t t = a.num_decode_tokens; t < a.num_tokens; ++t) {
-    const int32_t end = prefill_row_end_at(a, t);
-    a.out.prefill_row_ends.data[t - a.num_decode_tokens] = end;
-    if (a.candidate_block_size > 0) {
-      a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
     }
   }
 

@@ -16,7 +16,7 @@
 
 #include "idxplan/config.hpp"
 #include "idxplan/error.hpp"
-#include "idxplan/plan/buffers.hpp"
+#include "idxplan/plan/step_io.hpp"
 #include "idxplan/plan/types.hpp"
 
 namespace idxplan {

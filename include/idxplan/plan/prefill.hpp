@@ -54,12 +54,13 @@ int32_t plan_prefill_chunks(const Splits& splits, const Qsl& query_start_loc,
     const int64_t first = find_request(query_start_loc, int64_t{split.request_begin}, end, t0);
     const int64_t last = find_request(query_start_loc, first, end, t1 - 1);
     int64_t total_context = 0;
-    int64_t widest = 0;
+    int64_t longest = 0;
     for (int64_t r = first; r <= last; ++r) {
-      const int64_t context = detail::at(seq_lens_upper_bound, static_cast<std::size_t>(r)) / ratio;
-      total_context += context;
-      widest = std::max(widest, context);
+      const int64_t len = detail::at(seq_lens_upper_bound, static_cast<std::size_t>(r));
+      total_context += len / ratio;
+      longest = std::max(longest, len);
     }
+    const int64_t widest = longest / ratio;
     if (total_context == 0) continue;
 
     PrefillPlan plan;
@@ -68,6 +69,7 @@ int32_t plan_prefill_chunks(const Splits& splits, const Qsl& query_start_loc,
     plan.first_request = static_cast<int32_t>(first);
     plan.num_reqs = static_cast<int32_t>(last - first + 1);
     plan.width = static_cast<int32_t>(widest);
+    plan.max_seq_len = static_cast<int32_t>(longest);
     plan.use_gather = geometry.prefill_gathers(widest);
     plan.first_piece = static_cast<int32_t>(pieces.size());
     plan.query_start_loc_offset = qsl_words;
@@ -89,7 +91,9 @@ int32_t plan_prefill_chunks(const Splits& splits, const Qsl& query_start_loc,
 // Folds planned chunks into the groups the device packs them by: a chunk
 // joins the group before it when it slices the same requests, starts where
 // the group ends and the group's chunks so far are all slice_rows long.
-// Appends to `out`.
+// Appends to `out`. Every chunk a request is in covers the same requests
+// (docs/design.md 5.6: a split group of several requests is one chunk, a
+// sliced one is one request), so a request's groups share its max_seq_len.
 template <class Plans, class Groups>
 void pack_chunk_groups(const Plans& plans, Groups& out) {
   bool open = false;
@@ -99,7 +103,8 @@ void pack_chunk_groups(const Plans& plans, Groups& out) {
     const PrefillPlan& p = plans[c];
     const int32_t rows = p.token_end - p.token_start;
     const bool joins = open && p.first_request == group.first_request &&
-                       p.num_reqs == group.num_reqs && p.token_start == group.token_end &&
+                       p.num_reqs == group.num_reqs && p.max_seq_len == group.max_seq_len &&
+                       p.token_start == group.token_end &&
                        group.token_end - group.token_start == chunks * group.slice_rows &&
                        rows <= group.slice_rows &&
                        p.query_start_loc_offset == group.word_offset + chunks * (group.num_reqs + 1);
@@ -110,7 +115,7 @@ void pack_chunk_groups(const Plans& plans, Groups& out) {
     }
     if (open) out.push_back(group);
     group = ChunkGroup{p.first_request, p.num_reqs, p.token_start, p.token_end, rows,
-                       p.query_start_loc_offset};
+                       p.query_start_loc_offset, p.max_seq_len};
     chunks = 1;
     open = true;
   }

@@ -15,7 +15,6 @@
 
 #include "idxplan/config.hpp"
 #include "idxplan/error.hpp"
-#include "idxplan/plan/buffers.hpp"
 #include "idxplan/plan/decode.hpp"
 #include "idxplan/plan/gather.hpp"
 #include "idxplan/plan/prefill.hpp"

@@ -51,10 +51,13 @@ struct PrefillPlan {
   int32_t query_start_loc_offset = 0;  // word of prefill_query_start_loc where the
                                        // chunk's [num_reqs + 1] packed offsets start
   bool use_gather = false;    // the candidate consumers gather for this chunk
+  int32_t max_seq_len = 0;    // tokens: the longest host upper bound of the chunk's
+                              // requests (width * C up to C - 1); the device clamps
+                              // their lengths to it
 
   constexpr auto tie() const {
     return std::tie(token_start, token_end, first_request, num_reqs, width, first_piece, num_pieces,
-                    query_start_loc_offset, use_gather);
+                    query_start_loc_offset, use_gather, max_seq_len);
   }
 };
 
@@ -70,9 +73,12 @@ struct ChunkGroup {
   int32_t token_end = 0;      // one past the last step token of the last chunk
   int32_t slice_rows = 0;     // rows of every chunk but the last
   int32_t word_offset = 0;    // first word of prefill_query_start_loc
+  int32_t max_seq_len = 0;    // the chunks' PrefillPlan::max_seq_len (their requests
+                              // are the same)
 
   constexpr auto tie() const {
-    return std::tie(first_request, num_reqs, token_start, token_end, slice_rows, word_offset);
+    return std::tie(first_request, num_reqs, token_start, token_end, slice_rows, word_offset,
+                    max_seq_len);
   }
 };
 
@@ -262,9 +268,10 @@ struct fmt::formatter<idxplan::PrefillPlan> : idxplan::detail::PlanFormatterBase
   auto format(const idxplan::PrefillPlan& p, Ctx& ctx) const {
     return fmt::format_to(ctx.out(),
                           "PrefillPlan{{tokens=[{}, {}), first_request={}, num_reqs={}, width={}, "
-                          "pieces=[{}, +{}), qsl_offset={}, use_gather={}}}",
+                          "pieces=[{}, +{}), qsl_offset={}, use_gather={}, max_seq_len={}}}",
                           p.token_start, p.token_end, p.first_request, p.num_reqs, p.width,
-                          p.first_piece, p.num_pieces, p.query_start_loc_offset, p.use_gather);
+                          p.first_piece, p.num_pieces, p.query_start_loc_offset, p.use_gather,
+                          p.max_seq_len);
   }
 };
 
@@ -274,9 +281,9 @@ struct fmt::formatter<idxplan::ChunkGroup> : idxplan::detail::PlanFormatterBase 
   auto format(const idxplan::ChunkGroup& g, Ctx& ctx) const {
     return fmt::format_to(ctx.out(),
                           "ChunkGroup{{first_request={}, num_reqs={}, tokens=[{}, {}), "
-                          "slice_rows={}, word_offset={}}}",
+                          "slice_rows={}, word_offset={}, max_seq_len={}}}",
                           g.first_request, g.num_reqs, g.token_start, g.token_end, g.slice_rows,
-                          g.word_offset);
+                          g.word_offset, g.max_seq_len);
   }
 };
 

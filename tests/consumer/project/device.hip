@@ -24,7 +24,7 @@ int main() {
       d_table(3 * static_cast<std::size_t>(geometry.max_blocks_per_seq()));
   dev::check(dev::rt::memcpy_to_device(d_qsl.data(), qsl.data(), qsl.size() * 4), "qsl");
   dev::check(dev::rt::memcpy_to_device(d_lens.data(), seq_lens.data(), seq_lens.size() * 4), "lens");
-  const idxplan::StepInputs in{d_lens.data(), d_qsl.data(), d_table.data(), geometry.max_blocks_per_seq()};
+  const idxplan::StepInputs in = idxplan::make_step_inputs(d_lens, d_qsl, d_table, geometry.max_blocks_per_seq());
   dev::enqueue(geometry, plan, in, buffers.outputs(), nullptr);
   dev::check(dev::rt::synchronize(), "synchronize");
   std::printf("consumer: ran one step on the GPU\n");

@@ -26,6 +26,16 @@
 
 #include "idxplan/error.hpp"
 
+// A kernel's launch bounds: at most `threads` a block and, on NVIDIA, at
+// least `cuda_min_blocks` blocks an SM (0: no minimum), which bounds
+// ptxas's registers a thread. HIP's second argument means waves an
+// execution unit instead, so AMD takes the first alone.
+#if defined(__HIP_PLATFORM_AMD__)
+#define IDXPLAN_LAUNCH_BOUNDS(threads, cuda_min_blocks) __launch_bounds__(threads)
+#else
+#define IDXPLAN_LAUNCH_BOUNDS(threads, cuda_min_blocks) __launch_bounds__(threads, cuda_min_blocks)
+#endif
+
 namespace idxplan::device {
 
 #if defined(__HIP_PLATFORM_AMD__)

@@ -137,17 +137,27 @@ inline void check_step_args(const StepArgs& a) {
 // chunk (no rows, or a dropped chunk's), which no launch reads, the step's.
 // `groups` are the launch's, which hold every prefill request of its range.
 IDXPLAN_HD int32_t seq_len_bound(const StepArgs& a, const ChunkGroup* groups, int32_t r) {
-  if (r < a.num_decodes) return a.max_decode_seq_len;
-  if (a.num_groups == 0 || groups[0].first_request > r) return a.max_seq_len;
-  // The last group whose first request is at most r.
+  // The last group whose first request is at most r, if any.
   int32_t lo = 0;
   int32_t hi = a.num_groups;
   while (hi - lo > 1) {
     const int32_t mid = lo + (hi - lo) / 2;
     if (groups[mid].first_request <= r) lo = mid; else hi = mid;
   }
-  const ChunkGroup& g = groups[lo];
-  return r < g.first_request + g.num_reqs ? g.max_seq_len : a.max_seq_len;
+  int32_t group_first = 0;
+  int32_t group_end = 0;
+  int32_t group_bound = 0;
+  if (a.num_groups > 0) {
+    group_first = groups[lo].first_request;
+    group_end = group_first + groups[lo].num_reqs;
+    group_bound = groups[lo].max_seq_len;
+  }
+  // Selects between values, not between a group's field and the kernel
+  // argument's: a select of their addresses made clang 15 (hipcc 5.2) copy
+  // the whole StepArgs to scratch, 3,936 bytes a thread
+  // (scripts/device-resources).
+  const bool in_group = group_first <= r && r < group_end;
+  return r < a.num_decodes ? a.max_decode_seq_len : (in_group ? group_bound : a.max_seq_len);
 }
 
 // The exact lengths the device reads, each within its request's bound

@@ -16,4 +16,5 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/idxplan-config-version.cm
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES ${PROJECT_BINARY_DIR}/idxplan-config.cmake
   ${PROJECT_BINARY_DIR}/idxplan-config-version.cmake cmake/idxplan-device.cmake
-  DESTINATION ${idxplan_cmake_dir})
+  cmake/idxplan-hip-debian-clang.cmake DESTINATION ${idxplan_cmake_dir})
+install(FILES cmake/debian-hip-clang/f16_rcp.h DESTINATION ${idxplan_cmake_dir}/debian-hip-clang)

@@ -6,6 +6,8 @@
 # IDXPLAN_CUDA, and the installed package for its hip and cuda components,
 # so a target looks the same however idxplan is found.
 
+include(${CMAKE_CURRENT_LIST_DIR}/idxplan-hip-debian-clang.cmake)
+
 # Finds HIP and rocPRIM (`mode`: REQUIRED or QUIET); sets IDXPLAN_HIP_DEPS_FOUND.
 macro(idxplan_find_hip_deps mode)
   find_package(hip ${mode})
@@ -25,6 +27,7 @@ endmacro()
 
 function(idxplan_link_hip target)
   target_link_libraries(${target} INTERFACE idxplan::idxplan hip::device roc::rocprim)
+  idxplan_hip_debian_clang(${target})  # gfx942 and gfx950 with Debian's clang 19 or 22
 endfunction()
 
 function(idxplan_link_cuda target)

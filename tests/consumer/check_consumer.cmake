@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: Copyright idxplan contributors
 # cmake -DHOW=<how> -DSOURCE=<idxplan> -DWORK=<dir> -DGENERATOR=<g> -DMAKE_PROGRAM=<p>
-#       -DCXX_COMPILER=<c> [-DHIPCC=<hipcc>] [-DNVCC=<nvcc>] -P check_consumer.cmake
+#       -DCXX_COMPILER=<c> [-DHIPCC=<hipcc>] [-DHIP_CLANG=<clang++ 22>] [-DNVCC=<nvcc>]
+#       -P check_consumer.cmake
 # Builds the consumer project against idxplan the way HOW says, then runs
 # it. HOW: find_package, add_subdirectory, find_package_hip (needs HIPCC),
+# find_package_hip_clang22 (needs HIP_CLANG and Debian's HIP: gfx950),
 # find_package_cuda (needs NVCC); tests/consumer/CMakeLists.txt skips those
-# two where their compiler is not found.
+# where their compiler is not found.
 function(run)
   execute_process(COMMAND ${ARGN} COMMAND_ERROR_IS_FATAL ANY)
 endfunction()
@@ -15,6 +17,9 @@ set(consumer_args)
 if(HOW STREQUAL "find_package_hip")
   set(cxx ${HIPCC})
   list(APPEND consumer_args -DIDXPLAN_DEVICE=hip -DGPU_TARGETS=gfx90a)
+elseif(HOW STREQUAL "find_package_hip_clang22")
+  set(cxx ${HIP_CLANG})
+  list(APPEND consumer_args -DIDXPLAN_DEVICE=hip -DGPU_TARGETS=gfx950)
 elseif(HOW STREQUAL "find_package_cuda")
   list(APPEND consumer_args -DIDXPLAN_DEVICE=cuda -DCMAKE_CUDA_COMPILER=${NVCC}
        -DCMAKE_CUDA_ARCHITECTURES=90)

@@ -12,7 +12,6 @@
 
 #include "idxplan/plan/launches.hpp"
 #include "idxplan/plan/step.hpp"
-#include "launch_bounds.hpp"
 #include "random_step.hpp"
 #include "test_support.hpp"
 
@@ -260,7 +259,7 @@ TEST(FillStepBuffers, ClampsEachPrefillRequestToItsOwnChunk) {
   EXPECT_EQ(l.max_blocks, 4);
   EXPECT_EQ(l.context_lens[0], 100);
   EXPECT_EQ(Words(l.row_ends, l.row_ends + 10), (Words{97, 98, 98, 98, 98, 99, 99, 99, 99, 100}));
-  EXPECT_EQ(test::launch_bound_violation(g, plan, in, out.outputs()), "");
+  EXPECT_EQ(launch_bound_violation(g, plan, in, out.outputs()), "");
   // Request 0's rows, in its own chunks, are its own: up to 15,000 keys.
   EXPECT_EQ(out.prefill_row_ends[49], 15000);
 }
@@ -287,7 +286,7 @@ TEST(FillStepBuffers, ClampsADecodeContextToTheDecodeBound) {
   EXPECT_EQ(d.max_blocks, 1);
   EXPECT_EQ(d.context_lens[0], 32);
   EXPECT_EQ(Words(d.row_ends, d.row_ends + 2), (Words{31, 32}));
-  EXPECT_EQ(test::launch_bound_violation(g, plan, in, out.outputs()), "");
+  EXPECT_EQ(launch_bound_violation(g, plan, in, out.outputs()), "");
 }
 
 TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
@@ -322,7 +321,7 @@ TEST(FillStepBuffers, ClampsDeviceLengthsOutsideTheirBounds) {
       ASSERT_LE(out.context_lens[static_cast<std::size_t>(r)], longest) << "step " << i;
     }
     const StepInputs in = make_step_inputs(s.seq_lens, s.query_start_loc, s.block_table, s.table_stride);
-    ASSERT_EQ(test::launch_bound_violation(g, plan, in, out.outputs()), "") << "step " << i;
+    ASSERT_EQ(launch_bound_violation(g, plan, in, out.outputs()), "") << "step " << i;
     const ScheduleShape& sh = plan.decode.schedule;
     for (int32_t slot = 0; slot < sh.num_ctas; ++slot) {
       const int32_t* d = out.decode_schedule.data() + 4 * slot;

@@ -12,6 +12,7 @@
 #include "idxplan/plan/buffers.hpp"
 #include "idxplan/plan/decode.hpp"
 #include "idxplan/plan/gather.hpp"
+#include "idxplan/plan/launch_check.hpp"
 #include "idxplan/plan/launches.hpp"
 #include "idxplan/plan/prefill.hpp"
 #include "idxplan/plan/rows.hpp"

@@ -17,7 +17,6 @@
 #include "idxplan/device/prepare_step.hpp"
 #include "idxplan/plan/launches.hpp"
 #include "idxplan/plan/step.hpp"
-#include "launch_bounds.hpp"
 #include "random_step.hpp"
 #include "test_support.hpp"
 
@@ -212,7 +211,7 @@ TEST_F(PrepareStep, ClampsEachRequestToItsChunkInEveryLaunch) {
   EXPECT_EQ(run(g, buffers, host, qsl, exact, upper, kUnpaddedTokens, table, 512), "");
   ASSERT_EQ(num_step_launches(plan_), 3);
   const StepInputs in = make_step_inputs(exact, qsl, table, 512);
-  EXPECT_EQ(test::launch_bound_violation(g, plan_, in, host.outputs()), "");
+  EXPECT_EQ(launch_bound_violation(g, plan_, in, host.outputs()), "");
   EXPECT_EQ(host.context_lens[299], (56000 + 30 * 297) / 4);
 }
 
@@ -241,7 +240,7 @@ TEST_F(PrepareStep, MatchesTheReferenceOnBrokenDeviceLengths) {
                                  s.seq_lens_upper_bound, s.num_tokens, s.block_table, s.table_stride);
     ASSERT_EQ(diff, "") << "step " << i << " on geometry " << k;
     const StepInputs in = make_step_inputs(s.seq_lens, s.query_start_loc, s.block_table, s.table_stride);
-    ASSERT_EQ(test::launch_bound_violation(geometries[k], plan_, in, host[k].outputs()), "") << "step " << i;
+    ASSERT_EQ(launch_bound_violation(geometries[k], plan_, in, host[k].outputs()), "") << "step " << i;
   }
 }
 

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "idxplan/idxplan.hpp"
-#include "launch_bounds.hpp"
 
 namespace {
 
@@ -263,7 +262,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     check_buffers(g, plan, buffers.context_lens, buffers.decode_row_lens, buffers.prefill_row_ends,
                   buffers.decode_schedule);
     // No launch is told to read past what the plan sized for it.
-    const std::string violation = test::launch_bound_violation(g, plan, inputs, out);
+    const std::string violation = launch_bound_violation(g, plan, inputs, out);
     if (!violation.empty()) {
       std::fprintf(stderr, "fuzz_plan: %s\n", violation.c_str());
       std::abort();

@@ -4,16 +4,21 @@
 
 // What docs/design.md 9.1 guarantees a consumer of a filled step, whatever
 // the device lengths: no launch view tells its launch to read past what the
-// plan sized for it. Shared by the tests and the fuzzer, on host buffers.
+// plan sized for it. A check on host buffers (the CPU reference's), for the
+// tests, the fuzzer, `idxplan replay` and an engine's debug builds.
 
 #include <cstdint>
 #include <string>
 
 #include <fmt/format.h>
 
-#include "idxplan/idxplan.hpp"
+#include "idxplan/config.hpp"
+#include "idxplan/plan/launches.hpp"
+#include "idxplan/plan/rows.hpp"
+#include "idxplan/plan/step_io.hpp"
+#include "idxplan/plan/types.hpp"
 
-namespace idxplan::test {
+namespace idxplan {
 
 namespace detail {
 
@@ -91,4 +96,4 @@ inline std::string launch_bound_violation(const Geometry& g, const StepPlan& pla
   return {};
 }
 
-}  // namespace idxplan::test
+}  // namespace idxplan

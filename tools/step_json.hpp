@@ -112,6 +112,27 @@ inline IndexerConfig to_config(const json& j) {
 
 }  // namespace detail
 
+// The config as the command reads it: every field, so it round-trips.
+inline json config_json(const IndexerConfig& c) {
+  return {{"num_heads", c.num_heads},
+          {"head_dim", c.head_dim},
+          {"block_size", c.block_size},
+          {"compress_ratio", c.compress_ratio},
+          {"num_speculative_tokens", c.num_speculative_tokens},
+          {"adaptive_verification", c.adaptive_verification},
+          {"max_model_len", c.max_model_len},
+          {"candidate_block_size", c.candidate_block_size},
+          {"candidate_topk_blocks", c.candidate_topk_blocks},
+          {"sparse_logits", c.sparse_logits},
+          {"max_logits_mb", c.max_logits_mb},
+          {"num_compute_units", c.num_compute_units},
+          {"dcp_world_size", c.dcp_world_size},
+          {"pcp_world_size", c.pcp_world_size},
+          {"max_num_seqs", c.max_num_seqs},
+          {"max_num_batched_tokens", c.max_num_batched_tokens},
+          {"max_blocks_per_seq", c.max_blocks_per_seq}};
+}
+
 // Reads {"config": {...}, "step": {...}}; throws ConfigError or StepError
 // naming the field for anything the library would not see as wrong itself.
 inline StepRequest parse_step_request(const json& j) {

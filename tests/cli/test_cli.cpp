@@ -234,4 +234,39 @@ TEST(IdxplanPlan, UsageErrorsExitTwo) {
   EXPECT_EQ(run("--help").exit_code, 0);
 }
 
+// The first `n` requests of the shipped trace, as the lines a user pipes in.
+std::string trace_lines(int n) {
+  std::ifstream file(std::string(IDXPLAN_TRACES) + "/mooncake_conversation_first500.jsonl");
+  std::string out, line;
+  for (int i = 0; i < n && std::getline(file, line); ++i) out += line + "\n";
+  return out;
+}
+
+TEST(IdxplanReplay, ReportsAsTextAndAsJson) {
+  const Result text = run("replay -", trace_lines(40));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("replayed 40 requests (40 finished)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("plan_step a step: p50"), std::string::npos) << text.out;
+  const Result j = run("replay - --json --no-check --no-prefix-cache", trace_lines(40));
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json report = json::parse(j.out);
+  EXPECT_EQ(report["finished"], 40);
+  EXPECT_EQ(report["tokens"]["cached"], 0);
+  EXPECT_EQ(report["seconds"]["check"], 0.0);
+}
+
+TEST(IdxplanReplay, UsageAndInputErrorsExitTwo) {
+  EXPECT_EQ(run("replay").exit_code, 2);
+  const Result bad_number = run("replay - --max-num-seqs many", trace_lines(2));
+  EXPECT_EQ(bad_number.exit_code, 2);
+  EXPECT_NE(bad_number.err.find("--max-num-seqs takes a number, got \"many\""), std::string::npos);
+  EXPECT_EQ(run("replay - --frobnicate", trace_lines(2)).exit_code, 2);
+  EXPECT_EQ(run("replay /nonexistent/trace.jsonl").exit_code, 2);
+  const Result bad_line = run("replay -", trace_lines(2) + "{\"timestamp\": 9}\n");
+  EXPECT_EQ(bad_line.exit_code, 2);
+  EXPECT_NE(bad_line.err.find("trace line 3"), std::string::npos) << bad_line.err;
+  const Result small_engine = run("replay - --max-num-batched-tokens 1", trace_lines(2));
+  EXPECT_EQ(small_engine.exit_code, 2) << small_engine.err;
+}
+
 }  // namespace

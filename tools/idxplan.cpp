@@ -10,12 +10,11 @@
 #include <iterator>
 #include <sstream>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "replay.hpp"
+#include "replay_cli.hpp"
 #include "step_json.hpp"
 
 namespace {
@@ -30,26 +29,7 @@ constexpr const char* kUsage =
     "  Plans one indexer step read as JSON from FILE or stdin (-), or a built-in\n"
     "  DeepSeek-V4.1-sized step when no input is given, and prints the plan.\n"
     "  --json  print the plan and the CPU reference's buffers as JSON\n"
-    "usage: idxplan replay TRACE|- [flags]\n"
-    "  Replays a Mooncake-format trace through a vLLM-like scheduler, plans every\n"
-    "  step for a DeepSeek-V4.1 indexer, checks it and reports (docs/replay.md).\n"
-    "  --requests N                the first N requests (default: all)\n"
-    "  --max-num-batched-tokens N  token budget a step (8192)\n"
-    "  --max-num-seqs N            requests a step (256)\n"
-    "  --num-speculative-tokens N  MTP draft tokens (1)\n"
-    "  --acceptance P              chance a draft token is accepted (0.8)\n"
-    "  --prefix-cache-blocks N     512-token blocks the prefix cache holds (200000)\n"
-    "  --no-prefix-cache           prefill every prompt whole\n"
-    "  --capture-sizes A,B,...     decode-only steps pad to these (vLLM's: 1,2,4,8..256 by 8,..512 by 16)\n"
-    "  --time-scale X              arrivals at timestamp / X (1)\n"
-    "  --step-ms X --token-us Y    a step takes X ms + Y us a token (20, 30)\n"
-    "  --seed N                    draft acceptance (1)\n"
-    "  --num-compute-units N       the GPU's CUs the geometry plans for (256)\n"
-    "  --no-check                  plan only: no CPU fill, no invariants\n"
-    "  --json                      the report as JSON\n"
-    "  --series FILE               per-step time, kind and plan_step time as JSON\n"
-    "  --dump-steps FILE           every step as a line of `idxplan plan` input\n"
-    "  --failed-step FILE          where a failed step goes (default: stderr)\n";
+    "usage: idxplan replay TRACE|- [flags]  (idxplan replay --help)\n";
 
 // A DeepSeek-V4.1-sized indexer on a 256-CU GPU: 64 long-context MTP decodes
 // and a 1M-token request prefilling 8192 tokens, beside two short prompts.
@@ -122,133 +102,13 @@ void print_summary(const idxplan::tool::PlannedStep& s) {
   }
 }
 
-// A flag's number, or a usage error naming it.
-template <class T>
-T number(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  T value{};
-  try {
-    if constexpr (std::is_floating_point_v<T>) {
-      value = static_cast<T>(std::stod(text, &used));
-    } else {
-      value = static_cast<T>(std::stoll(text, &used));
-    }
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty()) {
-    throw std::invalid_argument(fmt::format("{} takes a number, got \"{}\"", flag, text));
-  }
-  return value;
-}
-
-int replay(const std::vector<std::string>& args) {
-  idxplan::tool::SchedulerConfig sc;
-  idxplan::tool::ReplayOptions options;
-  std::string input, series_path, dump_path, failed_path;
-  std::size_t limit = 0;
-  int32_t compute_units = 256;
-  bool as_json = false;
-  try {
-    for (std::size_t i = 1; i < args.size(); ++i) {
-      const std::string& a = args[i];
-      const auto value = [&]() -> const std::string& {
-        if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-        return args[++i];
-      };
-      if (a == "--json") as_json = true;
-      else if (a == "--no-check") options.check = false;
-      else if (a == "--no-prefix-cache") sc.prefix_cache = false;
-      else if (a == "--requests") limit = number<std::size_t>(a, value());
-      else if (a == "--max-num-batched-tokens") sc.max_num_batched_tokens = number<int32_t>(a, value());
-      else if (a == "--max-num-seqs") sc.max_num_seqs = number<int32_t>(a, value());
-      else if (a == "--num-speculative-tokens") sc.num_speculative_tokens = number<int32_t>(a, value());
-      else if (a == "--acceptance") sc.acceptance = number<double>(a, value());
-      else if (a == "--prefix-cache-blocks") sc.prefix_cache_blocks = number<int64_t>(a, value());
-      else if (a == "--time-scale") sc.time_scale = number<double>(a, value());
-      else if (a == "--step-ms") sc.step_ms = number<double>(a, value());
-      else if (a == "--token-us") sc.token_us = number<double>(a, value());
-      else if (a == "--seed") sc.seed = number<uint64_t>(a, value());
-      else if (a == "--num-compute-units") compute_units = number<int32_t>(a, value());
-      else if (a == "--series") series_path = value();
-      else if (a == "--dump-steps") dump_path = value();
-      else if (a == "--failed-step") failed_path = value();
-      else if (a == "--capture-sizes") {
-        sc.capture_sizes.clear();
-        std::stringstream list(value());
-        for (std::string item; std::getline(list, item, ',');) {
-          sc.capture_sizes.push_back(number<int32_t>(a, item));
-        }
-      } else if (input.empty() && (a == "-" || a.empty() || a[0] != '-')) {
-        input = a;
-      } else {
-        throw std::invalid_argument(fmt::format("unexpected argument \"{}\"", a));
-      }
-    }
-    if (input.empty()) throw std::invalid_argument("replay needs a trace (a file, or - for stdin)");
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "idxplan replay: %s\n%s", e.what(), kUsage);
-    return kUsageExit;
-  }
-
-  try {
-    std::vector<idxplan::tool::TraceRequest> trace;
-    if (input == "-") {
-      trace = idxplan::tool::read_trace(std::cin, limit);
-    } else {
-      std::ifstream file(input);
-      if (!file) throw std::invalid_argument("cannot read " + input);
-      trace = idxplan::tool::read_trace(file, limit);
-    }
-    idxplan::IndexerConfig config = idxplan::deepseek_v41_config(compute_units);
-    config.max_num_seqs = sc.max_num_seqs;
-    config.max_num_batched_tokens = sc.max_num_batched_tokens;
-    config.num_speculative_tokens = sc.num_speculative_tokens;
-    const idxplan::Geometry geometry = idxplan::make_geometry(config);
-    std::ofstream dump;
-    if (!dump_path.empty()) {
-      dump.open(dump_path);
-      if (!dump) throw std::invalid_argument("cannot write " + dump_path);
-      options.dump = &dump;
-    }
-    const idxplan::tool::ReplayReport report = idxplan::tool::replay(geometry, trace, sc, options);
-    if (as_json) {
-      std::cout << report.to_json().dump(1) << '\n';
-    } else {
-      std::fputs(idxplan::tool::report_text(report).c_str(), stdout);
-    }
-    if (!series_path.empty()) {
-      std::ofstream series(series_path);
-      series << report.series.dump() << '\n';
-      if (!series) throw std::invalid_argument("cannot write " + series_path);
-    }
-  } catch (const idxplan::tool::ReplayFailure& e) {
-    std::fprintf(stderr, "idxplan replay: %s\n", e.what());
-    if (failed_path.empty()) {
-      std::fprintf(stderr, "the step, as `idxplan plan` reads it:\n%s\n", e.step.dump().c_str());
-    } else {
-      std::ofstream(failed_path) << e.step.dump() << '\n';
-      std::fprintf(stderr, "the step is in %s: idxplan plan %s replays it\n", failed_path.c_str(),
-                   failed_path.c_str());
-    }
-    return 1;
-  } catch (const idxplan::ConfigError& e) {
-    std::fprintf(stderr, "idxplan replay: bad config: %s\n", e.what());
-    return kBadInputExit;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "idxplan replay: %s\n", e.what());
-    return kBadInputExit;
-  }
-  return 0;
-}
-
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? kUsageExit : 0;
   }
-  if (args[0] == "replay") return replay(args);
+  if (args[0] == "replay") return idxplan::tool::replay_main(args, nullptr);
   if (args[0] != "plan") {
     std::fprintf(stderr, "idxplan: unknown command \"%s\"\n%s", args[0].c_str(), kUsage);
     return kUsageExit;

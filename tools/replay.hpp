@@ -72,9 +72,23 @@ struct Spread {
   json to_json() const { return {{"p50", p50}, {"p99", p99}, {"max", max}}; }
 };
 
+// What a replay does with each step beside planning and checking it: the
+// device replay (tools/replay_device.hip) enqueues it, times it and compares
+// the device's buffers with the CPU reference's.
+struct StepHook {
+  virtual ~StepHook() = default;
+  // After the step is planned; `host` holds the CPU reference's buffers on
+  // a checked step, else it is null. Throws std::runtime_error on a mismatch.
+  virtual void run(const StepPlan& plan, const Step& step, const HostStepBuffers* host) = 0;
+  virtual json summary() const = 0;
+  virtual std::string summary_text() const = 0;
+};
+
 struct ReplayOptions {
-  bool check = true;             // CPU fill and every invariant, each step
+  bool check = true;             // CPU fill and every invariant ...
+  int64_t check_every = 1;       // ... on every Nth step
   std::ostream* dump = nullptr;  // every step as a line of `idxplan plan` input
+  StepHook* hook = nullptr;
 };
 
 // Buffer words a step used at most, against what the geometry reserves.
@@ -187,7 +201,8 @@ inline ReplayReport replay(const Geometry& g, const std::vector<TraceRequest>& t
     const auto t1 = clock::now();
     const double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
     report.plan_s += us * 1e-6;
-    if (options.check) {
+    const bool checked = options.check && step.index % options.check_every == 0;
+    if (checked) {
       // The block table is the engine's, a row a request: exactly num_reqs rows.
       const Span<const int32_t> table(block_table.data(), step.seq_lens.size() * static_cast<std::size_t>(stride));
       const StepInputs in = make_step_inputs(step.seq_lens, step.query_start_loc, table, stride);
@@ -203,6 +218,13 @@ inline ReplayReport replay(const Geometry& g, const std::vector<TraceRequest>& t
                             step_request_json(g.config(), step));
       }
       report.check_s += std::chrono::duration<double>(clock::now() - t1).count();
+    }
+    if (options.hook != nullptr) {
+      try {
+        options.hook->run(plan, step, checked ? &buffers : nullptr);
+      } catch (const std::runtime_error& e) {
+        throw ReplayFailure(fmt::format("step {}: {}", step.index, e.what()), step_request_json(g.config(), step));
+      }
     }
     if (options.dump != nullptr) *options.dump << step_request_json(g.config(), step).dump() << '\n';
 

@@ -190,8 +190,16 @@ class Scheduler {
     }
     // The model runner's order: requests of at most 1 + num_speculative_tokens
     // tokens (the decodes) first, the rest after, each in scheduling order.
-    std::stable_partition(step.batch.begin(), step.batch.end(),
-                          [&](const ScheduledRequest& b) { return b.query <= decode_tokens; });
+    // (Two passes, not std::stable_partition, whose temporary buffer clang 22
+    // flags as deprecated in libstdc++ 12.)
+    ordered_.clear();
+    for (const ScheduledRequest& b : step.batch) {
+      if (b.query <= decode_tokens) ordered_.push_back(b);
+    }
+    for (const ScheduledRequest& b : step.batch) {
+      if (b.query > decode_tokens) ordered_.push_back(b);
+    }
+    step.batch.swap(ordered_);
     step.query_start_loc.assign(1, 0);
     step.seq_lens.clear();
     bool all_decode = !step.batch.empty();
@@ -266,6 +274,7 @@ class Scheduler {
   PrefixCache cache_;
   std::vector<State> state_;
   std::vector<int32_t> running_;  // admitted and not finished, in admission order
+  std::vector<ScheduledRequest> ordered_;
   std::size_t next_arrival_ = 0;
   std::size_t finished_ = 0;
   int64_t steps_ = 0;

@@ -11,3 +11,13 @@
 #else
 #define IDXPLAN_HD inline
 #endif
+
+// Put before an IDXPLAN_HD template that host code also instantiates with
+// host-only types (find_request over a std::vector): nvcc would warn that a
+// __host__ __device__ function calls a __host__ one, though that
+// instantiation never runs on the device; this tells it so.
+#if defined(__NVCC__)
+#define IDXPLAN_HOST_INSTANTIATED _Pragma("nv_exec_check_disable")
+#else
+#define IDXPLAN_HOST_INSTANTIATED
+#endif

@@ -21,6 +21,7 @@ namespace idxplan {
 // costs log(requests), never the group's whole request range. Any indexable
 // qsl: the planner's host ranges (Index int64) and the device's pointer
 // (int32, in plan/buffers.hpp's bodies).
+IDXPLAN_HOST_INSTANTIATED
 template <class Qsl, class Index>
 IDXPLAN_HD Index find_request(const Qsl& qsl, Index lo, Index hi, Index t) {
   while (hi - lo > 1) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -51,16 +52,22 @@ inline constexpr const char* kReplayUsage =
 
 using HookFactory = std::function<std::unique_ptr<StepHook>(const Geometry&)>;
 
-// A flag's number, or a usage error naming it.
+// A flag's number, or a usage error naming it: a whole number within T's
+// range where T is an integer.
 template <class T>
 T number(const std::string& flag, const std::string& text) {
   std::size_t used = 0;
   T value{};
+  bool fits = true;
   try {
     if constexpr (std::is_floating_point_v<T>) {
       value = static_cast<T>(std::stod(text, &used));
     } else {
-      value = static_cast<T>(std::stoll(text, &used));
+      const long long n = std::stoll(text, &used);
+      fits = n >= static_cast<long long>(std::numeric_limits<T>::min()) &&
+             (n < 0 || static_cast<unsigned long long>(n) <=
+                           static_cast<unsigned long long>(std::numeric_limits<T>::max()));
+      value = static_cast<T>(n);
     }
   } catch (const std::exception&) {
     used = 0;
@@ -68,6 +75,7 @@ T number(const std::string& flag, const std::string& text) {
   if (used != text.size() || text.empty()) {
     throw std::invalid_argument(fmt::format("{} takes a number, got \"{}\"", flag, text));
   }
+  if (!fits) throw std::invalid_argument(fmt::format("{}={} is out of range", flag, text));
   return value;
 }
 

@@ -261,6 +261,10 @@ TEST(IdxplanReplay, UsageAndInputErrorsExitTwo) {
   EXPECT_EQ(bad_number.exit_code, 2);
   EXPECT_NE(bad_number.err.find("--max-num-seqs takes a number, got \"many\""), std::string::npos);
   EXPECT_EQ(run("replay - --frobnicate", trace_lines(2)).exit_code, 2);
+  const Result negative = run("replay - --requests -5", trace_lines(2));
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("--requests=-5 is out of range"), std::string::npos) << negative.err;
+  EXPECT_EQ(run("replay - --max-num-seqs 4294967296", trace_lines(2)).exit_code, 2);
   EXPECT_EQ(run("replay /nonexistent/trace.jsonl").exit_code, 2);
   const Result bad_line = run("replay -", trace_lines(2) + "{\"timestamp\": 9}\n");
   EXPECT_EQ(bad_line.exit_code, 2);

@@ -81,8 +81,9 @@ class DeviceHook : public tool::StepHook {
   std::string summary_text() const override {
     const tool::Spread t = tool::Spread::of(kernel_us_);
     return fmt::format("device: {} steps enqueued, {} compared word for word with the CPU reference\n"
-                       "prepare kernel a step (events): p50 {:.2f} us, p99 {:.2f} us, max {:.2f} us\n",
-                       kernel_us_.size(), compared_, t.p50, t.p99, t.max);
+                       "prepare kernel a step (events): p50 {:.2f} us, p99 {:.2f} us, p99.9 {:.2f} us, "
+                       "max {:.2f} us\n",
+                       kernel_us_.size(), compared_, t.p50, t.p99, t.p999, t.max);
   }
 
  private:

@@ -203,14 +203,30 @@ class Scheduler {
     step.query_start_loc.assign(1, 0);
     step.seq_lens.clear();
     bool all_decode = !step.batch.empty();
+    bool uniform = all_decode;
     for (const ScheduledRequest& b : step.batch) {
       step.query_start_loc.push_back(step.query_start_loc.back() + b.query);
       step.seq_lens.push_back(b.seq_len);
       all_decode = all_decode && b.query <= decode_tokens;
+      uniform = uniform && b.query == decode_tokens;
     }
     const int32_t tokens = step.query_start_loc.back();
     step.num_tokens = tokens;
-    if (all_decode) step.num_tokens = padded(tokens);
+    if (all_decode) {
+      step.num_tokens = padded(tokens);
+      // A uniform decode batch is padded with whole requests, as a FULL
+      // graph captured for that many sequences replays it: trailing
+      // requests with no tokens and no context, so the step stays next_n
+      // rows a request (design.md 5.3).
+      const int64_t seqs = (step.num_tokens + decode_tokens - 1) / decode_tokens;
+      if (uniform && seqs <= config_.max_num_seqs) {
+        step.num_tokens = seqs * decode_tokens;
+        while (static_cast<int64_t>(step.seq_lens.size()) < seqs) {
+          step.query_start_loc.push_back(tokens);
+          step.seq_lens.push_back(0);
+        }
+      }
+    }
     advance(step);
     now_ms_ += config_.step_ms + config_.token_us * static_cast<double>(tokens) / 1000.0;
     return true;

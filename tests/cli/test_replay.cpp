@@ -96,10 +96,32 @@ TEST(Scheduler, ListsDecodesFirstAndPadsOnlyDecodeOnlySteps) {
   EXPECT_EQ(steps[1].num_tokens, 306);  // mixed: not padded
   // Step 2: four decodes, 8 tokens, a capture size; with three, 6 pads to 8.
   EXPECT_EQ(steps[2].num_tokens, 8);
+  EXPECT_EQ(steps[2].seq_lens.size(), 4u);
   EXPECT_EQ(s.padded(6), 8);
   EXPECT_EQ(s.padded(513), 513);  // past the largest capture size: not padded
   // Decode seq_lens grow by the one accepted token a step.
   EXPECT_EQ(steps[2].seq_lens[0], 13);
+}
+
+TEST(Scheduler, PadsAUniformDecodeBatchWithWholeEmptyRequests) {
+  // Three uniform MTP decodes (6 tokens) pad to 8: a fourth request with no
+  // tokens and no context, as a FULL graph of four sequences replays them.
+  const std::vector<TraceRequest> trace{request(0, 10, 5), request(0, 10, 5), request(0, 10, 5)};
+  Scheduler s(trace, small_config());
+  const std::vector<Step> steps = all_steps(s);
+  EXPECT_EQ(steps[1].query_start_loc, (std::vector<int32_t>{0, 2, 4, 6, 6}));
+  EXPECT_EQ(steps[1].seq_lens, (std::vector<int32_t>{12, 12, 12, 0}));
+  EXPECT_EQ(steps[1].num_tokens, 8);
+  EXPECT_EQ(steps[1].batch.size(), 3u);
+  // One decode and a one-token prompt (the cache holds the rest of it): not
+  // uniform, so its tokens are padded (3 to 4) and it runs flattened.
+  const std::vector<TraceRequest> mixed{request(0, 10, 3, {1}), request(1, 10, 1, {1})};
+  Scheduler t(mixed, small_config());
+  const std::vector<Step> mixed_steps = all_steps(t);
+  ASSERT_GE(mixed_steps.size(), 2u);
+  EXPECT_EQ(t.state(1).cached, 9);
+  EXPECT_EQ(mixed_steps[1].query_start_loc, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(mixed_steps[1].num_tokens, 4);
 }
 
 TEST(Scheduler, ReusesACachedPrefixAndRecomputesTheLastToken) {

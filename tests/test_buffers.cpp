@@ -20,17 +20,8 @@ namespace {
 
 using test::HostBuffers;
 using Words = std::vector<int32_t>;
+using test::small_config;
 
-// A one-CU GPU with 4096-token contexts: schedules small enough to work by hand.
-IndexerConfig small_config() {
-  IndexerConfig c = test::deepseek_config();
-  c.max_model_len = 4096;  // 1024 columns: 32 tiles of 32
-  c.num_compute_units = 1;  // 8 workgroups for 2-row sequences, 12 for 1-row
-  c.max_num_seqs = 16;
-  c.max_num_batched_tokens = 64;
-  c.sparse_logits = false;
-  return c;
-}
 
 Words slice(const Words& w, std::size_t n) { return Words(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n)); }
 

@@ -16,17 +16,8 @@ namespace {
 
 using test::HostBuffers;
 using Words = std::vector<int32_t>;
+using test::small_config;
 
-// A one-CU GPU with 4096-token contexts, 32-entry pages of 128 tokens.
-IndexerConfig small_config() {
-  IndexerConfig c = test::deepseek_config();
-  c.max_model_len = 4096;
-  c.num_compute_units = 1;
-  c.max_num_seqs = 16;
-  c.max_num_batched_tokens = 64;
-  c.sparse_logits = false;
-  return c;
-}
 
 Words slice(const Words& w, std::size_t n) { return Words(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n)); }
 

@@ -15,6 +15,18 @@ namespace idxplan::test {
 // The DeepSeek-V4.1-sized indexer of docs/design.md section 7 on a 256-CU GPU.
 inline IndexerConfig deepseek_config() { return deepseek_v41_config(256); }
 
+// The same indexer on a one-CU GPU with 4096-token contexts (32-entry pages
+// of 128 tokens): schedules small enough to work by hand.
+inline IndexerConfig small_config() {
+  IndexerConfig c = deepseek_config();
+  c.max_model_len = 4096;   // 1024 columns: 32 tiles of 32
+  c.num_compute_units = 1;  // 8 workgroups for 2-row sequences, 12 for 1-row
+  c.max_num_seqs = 16;
+  c.max_num_batched_tokens = 64;
+  c.sparse_logits = false;
+  return c;
+}
+
 // Host buffers for the CPU reference, sized from a geometry; every word
 // starts as `poison`, so a word the reference skips shows.
 struct HostBuffers : HostStepBuffers {

@@ -2,9 +2,9 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 // idxplan_replay_device TRACE|- [flags]: `idxplan replay` with the prepare
 // launch on the GPU (docs/replay.md): each step enqueued on the engine's
-// inputs and buffers, the kernel's time a step taken from events around it,
-// and on every checked step (--check-every N) each buffer the step writes
-// compared with the CPU reference's, word for word.
+// inputs and buffers, the kernel's GPU time a step taken from events around
+// it, and on every checked step (--check-every N) each buffer the step
+// writes compared with the CPU reference's, word for word.
 
 #include <algorithm>
 #include <cstdint>
@@ -24,6 +24,18 @@ namespace {
 using namespace idxplan;
 using idxplan::tool::json;
 
+// Holds the stream for about `cycles` GPU cycles, so that the events and the
+// launch enqueued after it are all queued when the GPU reaches them: the
+// events then time the kernel on the GPU, not the host's launch latency.
+__global__ void hold(int64_t cycles) {
+  const int64_t start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// The floor the same timing gives any launch.
+__global__ void empty_kernel() {}
+
 class DeviceHook : public tool::StepHook {
  public:
   explicit DeviceHook(const Geometry& g)
@@ -39,6 +51,11 @@ class DeviceHook : public tool::StepHook {
     device::check(device::rt::stream_create(&stream_), "stream_create");
     device::check(device::rt::event_create(&start_), "event_create");
     device::check(device::rt::event_create(&stop_), "event_create");
+    std::vector<double> floor;
+    for (int i = 0; i < 200; ++i) {
+      floor.push_back(timed([&] { empty_kernel<<<1, 1, 0, stream_>>>(); }));
+    }
+    empty_us_ = tool::Spread::of(floor).p50;
   }
   ~DeviceHook() override {
     (void)device::rt::event_destroy(start_);
@@ -61,13 +78,7 @@ class DeviceHook : public tool::StepHook {
     in.block_table = block_table_.data();
     in.block_table_rows = static_cast<int64_t>(reqs);
     in.block_table_cols = in.block_table_stride = stride_;
-    device::check(device::rt::event_record(start_, stream_), "event_record");
-    device::enqueue(g_, plan, in, outputs_, stream_);
-    device::check(device::rt::event_record(stop_, stream_), "event_record");
-    device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
-    float ms = 0;
-    device::check(device::rt::event_elapsed_ms(&ms, start_, stop_), "event_elapsed");
-    kernel_us_.push_back(1000.0 * ms);
+    kernel_us_.push_back(timed([&] { device::enqueue(g_, plan, in, outputs_, stream_); }));
     if (host != nullptr) {
       compare(plan, *host);
       ++compared_;
@@ -76,17 +87,33 @@ class DeviceHook : public tool::StepHook {
 
   json summary() const override {
     const tool::Spread t = tool::Spread::of(kernel_us_);
-    return {{"steps", kernel_us_.size()}, {"compared", compared_}, {"prepare_us", t.to_json()}};
+    return {{"steps", kernel_us_.size()}, {"compared", compared_}, {"prepare_us", t.to_json()},
+            {"empty_kernel_us", empty_us_}};
   }
   std::string summary_text() const override {
     const tool::Spread t = tool::Spread::of(kernel_us_);
     return fmt::format("device: {} steps enqueued, {} compared word for word with the CPU reference\n"
-                       "prepare kernel a step (events): p50 {:.2f} us, p99 {:.2f} us, p99.9 {:.2f} us, "
-                       "max {:.2f} us\n",
-                       kernel_us_.size(), compared_, t.p50, t.p99, t.p999, t.max);
+                       "prepare kernel a step (GPU time, events around its launch queued behind a hold): "
+                       "p50 {:.2f} us, p99 {:.2f} us, p99.9 {:.2f} us, max {:.2f} us (an empty kernel "
+                       "timed so: {:.2f} us)\n",
+                       kernel_us_.size(), compared_, t.p50, t.p99, t.p999, t.max, empty_us_);
   }
 
  private:
+  // GPU microseconds of what `launch` enqueues, timed by events with the
+  // launch queued behind a hold.
+  template <class F>
+  double timed(F&& launch) {
+    hold<<<1, 1, 0, stream_>>>(kHoldCycles);
+    device::check(device::rt::event_record(start_, stream_), "event_record");
+    launch();
+    device::check(device::rt::event_record(stop_, stream_), "event_record");
+    device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
+    float ms = 0;
+    device::check(device::rt::event_elapsed_ms(&ms, start_, stop_), "event_elapsed");
+    return 1000.0 * ms;
+  }
+
   // Every word the step wrote, on both sides.
   void compare(const StepPlan& plan, const HostStepBuffers& host) {
     const StepBufferSizes used = step_buffer_sizes(plan);
@@ -123,6 +150,7 @@ class DeviceHook : public tool::StepHook {
     }
   }
 
+  static constexpr int64_t kHoldCycles = 100000;  // about 50 us: longer than a launch takes
   Geometry g_;
   device::StepBuffers buffers_;
   StepOutputs outputs_;
@@ -131,6 +159,7 @@ class DeviceHook : public tool::StepHook {
   device::Stream stream_ = nullptr;
   device::rt::Event start_ = nullptr, stop_ = nullptr;
   std::vector<double> kernel_us_;
+  double empty_us_ = 0;
   std::vector<int32_t> got_;
   int64_t compared_ = 0;
 };

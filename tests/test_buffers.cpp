@@ -178,6 +178,92 @@ TEST(FillStepBuffers, WritesPrefillRowEndsAndPackedOffsets) {
   EXPECT_EQ(slice(out.decode_block_ends, 2), (Words{1, -7}));
 }
 
+TEST(FillStepBuffers, WritesKeyBoundsAsTheBaseBuilderLaysTheChunksKeys) {
+  const Geometry g = make_geometry(small_config());  // C = 4, a roomy budget
+  // One decode, then one chunk of three prefills, the middle one without rows.
+  const Words qsl{0, 1, 4, 4, 6};
+  const Words lens{9, 40, 21, 10};
+  const StepPlan plan = plan_step(g, qsl, lens);
+  ASSERT_EQ(plan.prefill.size(), 1u);
+  ASSERT_EQ(plan.prefill[0].num_reqs, 3);
+  HostBuffers out(g);
+  test::fill_reference(g, plan, qsl, lens, Words(4, 1), 1, out, false, true);
+  // Contexts 10, 5, 2: request 1's rows start at 0, request 3's after 10 + 5.
+  // Row ends: (38 + j) / 4 for request 1, (9 + j) / 4 for request 3.
+  EXPECT_EQ(slice(out.prefill_key_starts, 6), (Words{0, 0, 0, 15, 15, -7}));
+  EXPECT_EQ(slice(out.prefill_key_ends, 6), (Words{9, 9, 10, 17, 17, -7}));
+  // Without the buffers nothing is written.
+  HostBuffers plain(g);
+  test::fill_reference(g, plan, qsl, lens, Words(4, 1), 1, plain);
+  EXPECT_EQ(slice(plain.prefill_key_starts, 2), (Words{-7, -7}));
+}
+
+TEST(FillStepBuffers, StartsEachSliceOfAWideRequestAtItsOwnKeys) {
+  IndexerConfig c = small_config();
+  c.max_model_len = 65536;
+  c.max_logits_mb = 1;  // 16 rows of 16384 columns
+  const Geometry g = make_geometry(c);
+  // A request with no rows opens the group, whose one wide request is cut
+  // into slices: each slice's chunk is that request alone.
+  const Words qsl{0, 0, 40};
+  const Words lens{4000, 65536};
+  const StepPlan plan = plan_step(g, qsl, lens);
+  ASSERT_EQ(plan.prefill.size(), 3u);
+  HostBuffers out(g);
+  test::fill_reference(g, plan, qsl, lens, Words(2 * 512, 1), 512, out, false, true);
+  for (std::size_t t = 0; t < 40; ++t) {
+    EXPECT_EQ(out.prefill_key_starts[t], 0) << t;
+    EXPECT_EQ(out.prefill_key_ends[t], out.prefill_row_ends[t]) << t;
+  }
+}
+
+TEST(CheckStepBuffers, RefusesOneKeyBoundBufferWithoutTheOther) {
+  const Geometry g = make_geometry(small_config());
+  const Words qsl{0, 5};
+  const Words lens{20};
+  const StepPlan plan = plan_step(g, qsl, lens);
+  HostBuffers out(g);
+  StepOutputs o = out.outputs(false, true);
+  o.prefill_key_ends = OutputBuffer{};
+  const Words table{1};
+  const StepInputs in = make_step_inputs(lens, qsl, table, 1);
+  EXPECT_EQ(test::error_of<StepError>([&] { check_step_buffers(g, plan, in, o); }),
+            "StepOutputs.prefill_key_ends is null, and the step writes 5 words of it (a key end a "
+            "prefill row (prefill_key_starts is given))");
+  o = out.outputs(false, true);
+  o.prefill_key_starts.capacity = 4;
+  EXPECT_EQ(test::error_of<StepError>([&] { check_step_buffers(g, plan, in, o); }),
+            "StepOutputs.prefill_key_starts holds 4 words, and the step writes 5 (a key start a "
+            "prefill row (prefill_key_ends is given))");
+}
+
+TEST(FillStepBuffers, KeyBoundsOnRandomStepsAreTheChunksContextsBeforeEachRow) {
+  std::mt19937_64 rng(77);
+  for (const Geometry& g : test::random_geometries()) {
+    HostBuffers out(g);
+    StepPlan plan;
+    for (int i = 0; i < 150; ++i) {
+      const test::RandomStep s = i % 4 == 3 ? test::zero_row_step(g, rng) : test::random_step(g, rng);
+      plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens, plan);
+      test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, out,
+                           false, true);
+      // Each chunk on its own: its requests' contexts (as written) before
+      // each row's request, and that plus the row end.
+      for (const PrefillPlan& chunk : plan.prefill) {
+        for (int32_t t = chunk.token_start; t < chunk.token_end; ++t) {
+          int32_t before = 0;
+          for (int32_t r = chunk.first_request; s.query_start_loc[static_cast<std::size_t>(r) + 1] <= t; ++r) {
+            before += out.context_lens[static_cast<std::size_t>(r)];
+          }
+          const auto row = static_cast<std::size_t>(t - plan.num_decode_tokens);
+          ASSERT_EQ(out.prefill_key_starts[row], before) << "token " << t << " step " << i;
+          ASSERT_EQ(out.prefill_key_ends[row], before + out.prefill_row_ends[row]) << "token " << t;
+        }
+      }
+    }
+  }
+}
+
 TEST(FillStepBuffers, AnAllZeroStepHasOnlyEmptyDescriptors) {
   // Graph capture runs steps with every compressed length 0.
   const Geometry g = make_geometry(small_config());

@@ -38,9 +38,10 @@ struct HostBuffers : HostStepBuffers {
 inline void fill_reference(const Geometry& g, const StepPlan& plan, const std::vector<int32_t>& qsl,
                            const std::vector<int32_t>& seq_lens,
                            const std::vector<int32_t>& block_table, int32_t table_stride,
-                           HostBuffers& out, bool always_write_decode_block_table = false) {
+                           HostBuffers& out, bool always_write_decode_block_table = false,
+                           bool key_bounds = false) {
   const StepInputs in = make_step_inputs(seq_lens, qsl, block_table, table_stride);
-  fill_step_buffers(g, plan, in, out.outputs(always_write_decode_block_table));
+  fill_step_buffers(g, plan, in, out.outputs(always_write_decode_block_table, key_bounds));
 }
 
 // The message of the E that `f()` throws, or "no error".

@@ -65,16 +65,23 @@ inline std::vector<Extent> step_extents(const StepPlan& p, HostBuffers& h, const
           extent(h.prefill_query_start_loc.data(), d.prefill_query_start_loc,
                  p.num_prefill_query_start_loc_words, s.prefill_query_start_loc),
           extent(h.decode_schedule.data(), d.decode_schedule,
-                 int64_t{kDescriptorWords} * p.decode.schedule.num_ctas, s.decode_schedule)};
+                 int64_t{kDescriptorWords} * p.decode.schedule.num_ctas, s.decode_schedule),
+          // Empty unless the step asked for its key bounds.
+          extent(h.prefill_key_starts.data(), d.prefill_key_starts,
+                 d.prefill_key_starts.data != nullptr ? p.num_prefill_tokens : -4, s.prefill_rows),
+          extent(h.prefill_key_ends.data(), d.prefill_key_ends,
+                 d.prefill_key_ends.data != nullptr ? p.num_prefill_tokens : -4, s.prefill_rows)};
 }
 
 inline const char* kBufferNames[] = {"context_lens",       "decode_row_lens",  "decode_block_ends",
                                      "decode_block_table", "prefill_row_ends", "prefill_block_ends",
-                                     "prefill_query_start_loc", "decode_schedule"};
+                                     "prefill_query_start_loc", "decode_schedule", "prefill_key_starts",
+                                     "prefill_key_ends"};
 
 // Poisons what the step may write, on both sides.
 inline void poison(const std::vector<Extent>& extents, device::Stream stream) {
   for (const Extent& e : extents) {
+    if (e.words == 0) continue;
     std::fill(e.host, e.host + e.words, kPoison);
     device::check(device::rt::memset_async(e.device, kPoisonByte,
                                            static_cast<std::size_t>(e.words) * sizeof(int32_t), stream),
@@ -87,6 +94,7 @@ inline std::string compare(const std::vector<Extent>& extents) {
   std::vector<int32_t> got;
   for (std::size_t b = 0; b < extents.size(); ++b) {
     const Extent& e = extents[b];
+    if (e.words == 0) continue;
     got.resize(static_cast<std::size_t>(e.words));
     device::check(device::rt::memcpy_to_host(got.data(), e.device, got.size() * sizeof(int32_t)),
                   "download");

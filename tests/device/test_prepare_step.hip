@@ -40,15 +40,16 @@ class PrepareStep : public ::testing::Test {
   // included where the step does not write it.
   std::string run(const Geometry& g, const device::StepBuffers& buffers, test::HostBuffers& host,
                   const Words& qsl, const Words& lens, const Words& upper, int64_t num_tokens,
-                  const Words& table, int32_t stride, bool always_write_table = false) {
+                  const Words& table, int32_t stride, bool always_write_table = false,
+                  bool key_bounds = false) {
     plan_step(g, qsl, upper, num_tokens, plan_);
     const test::DeviceInputs in(qsl, lens, table, stride);
-    const StepOutputs out = buffers.outputs(always_write_table);
+    const StepOutputs out = buffers.outputs(always_write_table, key_bounds);
     const auto extents = test::step_extents(plan_, host, out, buffers.sizes());
     test::poison(extents, stream_);
     device::enqueue(g, plan_, in.inputs(), out, stream_);
     device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
-    test::fill_reference(g, plan_, qsl, lens, table, stride, host, always_write_table);
+    test::fill_reference(g, plan_, qsl, lens, table, stride, host, always_write_table, key_bounds);
     return test::compare(extents);
   }
 
@@ -72,17 +73,18 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
   std::mt19937_64 rng(4242);
   const int steps = env_steps(2000);
   int scheduled = 0, native = 0, one_row = 0, ragged = 0, padded = 0, always = 0, copied = 0,
-      chunked = 0, gathers = 0, zero_rows = 0;
+      chunked = 0, gathers = 0, zero_rows = 0, keyed = 0;
   for (int i = 0; i < steps; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
     // One step in eight is full of requests with no rows; one in three asks
-    // for the decode table on every step.
+    // for the decode table on every step, one in two for the key bounds.
     const test::RandomStep s = i % 8 == 7 ? test::zero_row_step(geometries[k], rng)
                                           : test::random_step(geometries[k], rng);
     const bool always_write = i % 3 == 0;
+    const bool key_bounds = i % 2 == 1;
     const std::string diff = run(geometries[k], buffers[k], host[k], s.query_start_loc, s.seq_lens,
                                  s.seq_lens_upper_bound, s.num_tokens, s.block_table, s.table_stride,
-                                 always_write);
+                                 always_write, key_bounds);
     ASSERT_EQ(diff, "") << "step " << i << " on geometry " << k;
     const DecodePlan& d = plan_.decode;
     scheduled += d.schedule.present();
@@ -95,12 +97,13 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
     chunked += plan_.prefill.size() > 1;
     gathers += !plan_.gather_launches.empty();
     zero_rows += i % 8 == 7;
+    keyed += key_bounds && !plan_.chunk_groups.empty();
   }
   std::printf("%d random steps equal to the reference: %d scheduled, %d native, %d flattened one-row, "
               "%d ragged, %d padded, %d asking for the table, %d writing it; %d chunked, %d gathering, "
-              "%d full of empty requests\n",
+              "%d full of empty requests, %d writing key bounds\n",
               steps, scheduled, native, one_row, ragged, padded, always, copied, chunked, gathers,
-              zero_rows);
+              zero_rows, keyed);
 }
 
 TEST_F(PrepareStep, MatchesTheReferenceOnFourThousandDecodeRows) {

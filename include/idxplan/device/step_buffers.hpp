@@ -29,10 +29,13 @@ class StepBuffers {
         prefill_row_ends_(words(sizes_.prefill_rows)),
         prefill_block_ends_(words(sizes_.prefill_rows)),
         prefill_query_start_loc_(words(sizes_.prefill_query_start_loc)),
-        decode_schedule_(words(sizes_.decode_schedule)) {}
+        decode_schedule_(words(sizes_.decode_schedule)),
+        prefill_key_starts_(words(sizes_.prefill_rows)),
+        prefill_key_ends_(words(sizes_.prefill_rows)) {}
 
-  // The buffers as a step's outputs, for enqueue() and the launch views.
-  StepOutputs outputs(bool always_write_decode_block_table = false) const {
+  // The buffers as a step's outputs, for enqueue() and the launch views; the
+  // key bounds' only when asked.
+  StepOutputs outputs(bool always_write_decode_block_table = false, bool key_bounds = false) const {
     StepOutputs out;
     out.context_lens = buffer(context_lens_);
     out.decode_row_lens = buffer(decode_row_lens_);
@@ -42,6 +45,10 @@ class StepBuffers {
     out.prefill_block_ends = buffer(prefill_block_ends_);
     out.prefill_query_start_loc = buffer(prefill_query_start_loc_);
     out.decode_schedule = buffer(decode_schedule_);
+    if (key_bounds) {
+      out.prefill_key_starts = buffer(prefill_key_starts_);
+      out.prefill_key_ends = buffer(prefill_key_ends_);
+    }
     out.decode_block_table_stride = stride_;
     out.always_write_decode_block_table = always_write_decode_block_table;
     return out;
@@ -64,6 +71,8 @@ class StepBuffers {
   DeviceArray<int32_t> prefill_block_ends_;
   DeviceArray<int32_t> prefill_query_start_loc_;
   DeviceArray<int32_t> decode_schedule_;
+  DeviceArray<int32_t> prefill_key_starts_;
+  DeviceArray<int32_t> prefill_key_ends_;
 };
 
 }  // namespace idxplan::device

@@ -229,6 +229,31 @@ IDXPLAN_HD int32_t prefill_query_start_loc_at(const StepArgs& a, const ChunkGrou
   return clamped - t0;
 }
 
+// Whether the launch writes the prefill rows' key bounds (an engine that
+// asked for them gave both buffers; check_step_buffers says so).
+IDXPLAN_HD bool writes_key_bounds(const StepArgs& a) { return a.out.prefill_key_starts.data != nullptr; }
+
+// The rows of request r that chunk group g holds: [begin, end) step tokens.
+struct GroupRows {
+  int32_t begin = 0;
+  int32_t end = 0;
+};
+IDXPLAN_HD GroupRows group_rows_of(const StepArgs& a, const ChunkGroup& g, int32_t r) {
+  const int32_t lo = a.in.query_start_loc[r];
+  const int32_t hi = a.in.query_start_loc[r + 1];
+  return GroupRows{lo > g.token_start ? lo : g.token_start, hi < g.token_end ? hi : g.token_end};
+}
+
+// Step token t's key bounds, the contexts of its chunk's requests before its
+// own summing to `key_start`. Every chunk of a group begins at the group's
+// first request (a group of several requests is one chunk; a sliced group's
+// chunks hold its one request with rows), so the sum runs from there.
+IDXPLAN_HD void store_key_bounds(const StepArgs& a, const ChunkGroup* groups, int32_t t, int32_t key_start) {
+  const int32_t row = t - a.num_decode_tokens;
+  a.out.prefill_key_starts.data[row] = key_start;
+  a.out.prefill_key_ends.data[row] = key_start + prefill_row_end_at(a, groups, t);
+}
+
 // KV tiles of native schedule unit (seq, blk), the sequence's exact length
 // being `device_len` (as loaded); the kernel loads every unit's length before
 // it computes any. A row's length grows with the row, so the largest row end
@@ -293,6 +318,17 @@ inline void fill_step_launch(const StepArgs& a) {
     a.out.prefill_row_ends.data[t - a.num_decode_tokens] = end;
     if (a.candidate_block_size > 0) {
       a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+    }
+  }
+  if (writes_key_bounds(a)) {
+    for (int32_t k = 0; k < a.num_groups; ++k) {
+      const ChunkGroup& g = a.groups[k];
+      int32_t key_start = 0;
+      for (int32_t r = g.first_request; r < g.first_request + g.num_reqs; ++r) {
+        const GroupRows rows = group_rows_of(a, g, r);
+        for (int32_t t = rows.begin; t < rows.end; ++t) store_key_bounds(a, a.groups, t, key_start);
+        key_start += context_len_at(a, a.groups, r);
+      }
     }
   }
   if (!a.writes_decode) return;

@@ -82,6 +82,13 @@ struct StepOutputs {
   OutputBuffer prefill_block_ends;       // [prefill tokens] candidate blocks
   OutputBuffer prefill_query_start_loc;  // [packed words] each chunk's local offsets
   OutputBuffer decode_schedule;          // [4 * num_ctas] descriptors
+  // Optional (null: not written): each prefill row's keys as vLLM's base
+  // builder bounds them (its cu_seqlen_ks and cu_seqlen_ke), the row's
+  // request's keys laid after those of its chunk's requests before it: the
+  // start is their contexts' sum, the end that plus the row end. Token t at
+  // t - num_decode_tokens, like prefill_row_ends.
+  OutputBuffer prefill_key_starts;       // [prefill tokens]
+  OutputBuffer prefill_key_ends;         // [prefill tokens]
   int32_t decode_block_table_stride = 0;  // words per decode block-table row
   // decode_block_table is written only on steps whose decode launches need
   // it (ragged ones, DecodePlan::ragged); an engine whose own consumers read
@@ -132,7 +139,8 @@ inline StepBufferSizes step_buffer_sizes(const StepPlan& plan) {
 // words a row.
 struct HostStepBuffers {
   std::vector<int32_t> context_lens, decode_row_lens, decode_block_ends, decode_block_table,
-      prefill_row_ends, prefill_block_ends, prefill_query_start_loc, decode_schedule;
+      prefill_row_ends, prefill_block_ends, prefill_query_start_loc, decode_schedule, prefill_key_starts,
+      prefill_key_ends;
   int32_t decode_block_table_stride = 0;
 
   HostStepBuffers(const StepBufferSizes& sizes, int32_t table_stride, int32_t fill = 0)
@@ -144,13 +152,16 @@ struct HostStepBuffers {
         prefill_block_ends(words(sizes.prefill_rows, fill)),
         prefill_query_start_loc(words(sizes.prefill_query_start_loc, fill)),
         decode_schedule(words(sizes.decode_schedule, fill)),
+        prefill_key_starts(words(sizes.prefill_rows, fill)),
+        prefill_key_ends(words(sizes.prefill_rows, fill)),
         decode_block_table_stride(table_stride) {}
   // The geometry's buffers: enough for any of its steps.
   explicit HostStepBuffers(const Geometry& g, int32_t fill = 0)
       : HostStepBuffers(step_buffer_sizes(g), g.max_blocks_per_seq(), fill) {}
 
-  // The buffers as a step's outputs, each with its size as its capacity.
-  StepOutputs outputs(bool always_write_decode_block_table = false) {
+  // The buffers as a step's outputs, each with its size as its capacity;
+  // the key bounds' only when asked.
+  StepOutputs outputs(bool always_write_decode_block_table = false, bool key_bounds = false) {
     StepOutputs out;
     out.context_lens = buffer(context_lens);
     out.decode_row_lens = buffer(decode_row_lens);
@@ -160,6 +171,10 @@ struct HostStepBuffers {
     out.prefill_block_ends = buffer(prefill_block_ends);
     out.prefill_query_start_loc = buffer(prefill_query_start_loc);
     out.decode_schedule = buffer(decode_schedule);
+    if (key_bounds) {
+      out.prefill_key_starts = buffer(prefill_key_starts);
+      out.prefill_key_ends = buffer(prefill_key_ends);
+    }
     out.decode_block_table_stride = decode_block_table_stride;
     out.always_write_decode_block_table = always_write_decode_block_table;
     return out;
@@ -292,6 +307,24 @@ inline void check_step_buffers(const Geometry& g, const StepPlan& plan, const St
   detail::require_output("decode_schedule", out.decode_schedule,
                          int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas,
                          "4 words a schedule slot");
+  if (out.prefill_key_starts.data != nullptr || out.prefill_key_ends.data != nullptr) {
+    detail::require_output("prefill_key_starts", out.prefill_key_starts, prefill_rows,
+                           "a key start a prefill row (prefill_key_ends is given)");
+    detail::require_output("prefill_key_ends", out.prefill_key_ends, prefill_rows,
+                           "a key end a prefill row (prefill_key_starts is given)");
+    // A chunk's keys laid end to end: its requests' contexts, each within
+    // its chunk's bound, must sum within int32.
+    const int32_t ratio = g.config().compress_ratio;
+    for (const ChunkGroup& group : plan.chunk_groups) {
+      const int64_t keys = int64_t{group.num_reqs} * (group.max_seq_len / ratio);
+      if (keys > 0x7FFFFFFF) {
+        throw StepError(fmt::format(
+            "prefill key bounds: the chunk at token {} holds {} requests of up to {} keys, whose "
+            "key offsets can pass int32",
+            group.token_start, group.num_reqs, group.max_seq_len / ratio));
+      }
+    }
+  }
 }
 
 // The engine-start check of its buffers: every buffer some step of `g` can

@@ -236,3 +236,5 @@ else:
     def compute_units() -> int:
         """Not in this build: it has no device part."""
         return _no_device()
+
+from . import vllm  # noqa: E402  (idxplan.vllm: the drop-in for vLLM's builder)

@@ -21,6 +21,7 @@
 #include "arrays.hpp"
 #include "idxplan/idxplan.hpp"
 #include "step_json.hpp"
+#include "vllm.hpp"
 #if defined(IDXPLAN_PYTHON_DEVICE)
 #include "device.hpp"
 #endif
@@ -563,6 +564,8 @@ PYBIND11_MODULE(_idxplan, m) {
   m.def("_decode_launch", &decode_view);
   m.def("_prefill_launch", &prefill_view);
   m.def("_candidate_launch", &candidate_view);
+
+  register_vllm(m);
 
 #if defined(IDXPLAN_PYTHON_DEVICE)
   m.attr("device_platform") = device_platform();

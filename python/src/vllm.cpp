@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+// idxplan.vllm's core (docs/vllm.md): one call a step reads what vLLM's
+// CommonAttentionMetadata carries, plans the step, fills the step buffers
+// (one launch on the GPU, the CPU reference on the host) and returns the
+// metadata object the ROCm MXFP4 indexer's forward reads, every tensor a
+// view of the builder's buffers or of the engine's own. The dataclasses and
+// the builder an engine makes are python/idxplan/vllm.py's. A shim: what goes
+// where comes from the plan and from plan/launches.hpp, never from a rule of
+// its own.
+
+#include "vllm.hpp"
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "arrays.hpp"
+#include "idxplan/idxplan.hpp"
+#if defined(IDXPLAN_PYTHON_DEVICE)
+#include "device.hpp"
+#endif
+
+namespace idxplan::python {
+namespace {
+
+// The builder's buffers: the step buffers, the key bounds, and decode_lens
+// (ones: every flattened decode row is one token).
+enum Buffer : int {
+  kContextLens, kDecodeRowLens, kDecodeBlockEnds, kDecodeBlockTable, kPrefillRowEnds, kPrefillBlockEnds,
+  kPrefillQueryStartLoc, kDecodeSchedule, kKeyStarts, kKeyEnds, kDecodeLens, kBuffers,
+  kDecodeSeqLens = kBuffers,  // decode_row_lens as [rows, 1], a view kind of its own
+};
+constexpr const char* kBufferNames[kBuffers] = {
+    "context_lens",     "decode_row_lens",    "decode_block_ends",       "decode_block_table",
+    "prefill_row_ends", "prefill_block_ends", "prefill_query_start_loc", "decode_schedule",
+    "prefill_key_starts", "prefill_key_ends", "decode_lens"};
+
+// A Python string made once and kept for the process (attribute names).
+PyObject* intern(const char* s) { return PyUnicode_InternFromString(s); }
+
+// The attribute names the core reads and sets, interned once.
+struct Names {
+  PyObject* num_reqs = intern("num_reqs");
+  PyObject* num_actual_tokens = intern("num_actual_tokens");
+  PyObject* query_start_loc = intern("query_start_loc");
+  PyObject* query_start_loc_cpu = intern("query_start_loc_cpu");
+  PyObject* seq_lens = intern("seq_lens");
+  PyObject* seq_lens_cpu_upper_bound = intern("seq_lens_cpu_upper_bound");
+  PyObject* block_table_tensor = intern("block_table_tensor");
+  PyObject* max_seq_len = intern("max_seq_len");
+  PyObject* slot_mapping = intern("slot_mapping");
+  PyObject* dtype = intern("dtype");
+  PyObject* shape = intern("shape");
+  PyObject* stride = intern("stride");
+  PyObject* data_ptr = intern("data_ptr");
+  PyObject* is_cuda = intern("is_cuda");
+  PyObject* get_device = intern("get_device");
+  PyObject* reshape = intern("reshape");
+};
+const Names& names() {
+  static const Names* n = new Names();  // outlives the interpreter's teardown order
+  return *n;
+}
+
+// An attribute of `obj`, or a ValueError naming what the builder needed.
+py::object attr(py::handle obj, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(obj.ptr(), name);
+  if (v == nullptr) {
+    PyErr_Clear();
+    fail(fmt::format("common_attn_metadata has no {}: build() reads vLLM's CommonAttentionMetadata fields "
+                     "(docs/vllm.md)",
+                     PyUnicode_AsUTF8(name)));
+  }
+  return py::reinterpret_steal<py::object>(v);
+}
+py::object attr_or_none(py::handle obj, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(obj.ptr(), name);
+  if (v == nullptr) {
+    PyErr_Clear();
+    return py::none();
+  }
+  return py::reinterpret_steal<py::object>(v);
+}
+
+int64_t as_int(py::handle v, const char* name) {
+  if (PyBool_Check(v.ptr()) || PyIndex_Check(v.ptr()) == 0) {
+    fail(fmt::format("common_attn_metadata.{} must be an integer, got {}", name,
+                     py::repr(v).cast<std::string>()));
+  }
+  return py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr())).cast<int64_t>();
+}
+
+// One of the engine's arrays as read this step.
+struct EngineArray {
+  py::object obj;
+  const void* data = nullptr;
+  int64_t rows = 0;        // entries of a 1-D array
+  int64_t cols = 0;        // 2-D only
+  int64_t row_stride = 0;  // 2-D only, elements
+  bool wide = false;       // int64 (the host arrays may be)
+  Memory memory = Memory::host;
+  int64_t device = -1;
+};
+
+// torch's objects the fast path compares with; empty without torch.
+struct Torch {
+  py::object tensor_type, int32, int64, raw_stream;
+};
+
+// Reads `obj` (named `name` in errors): a torch tensor through its own
+// accessors (a few attribute reads, no DLPack capsule or interface dict a
+// step), anything else through arrays.hpp's protocols (int32 only).
+EngineArray read_engine(const Torch& torch, py::handle obj, const char* name, int ndim, bool allow_wide) {
+  EngineArray a;
+  a.obj = py::reinterpret_borrow<py::object>(obj);
+  const bool is_tensor = torch.tensor_type && PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(
+                                                                                 torch.tensor_type.ptr()));
+  if (!is_tensor) {
+    const Array array = read_array(obj, name, ndim);
+    a.data = array.data;
+    a.memory = array.memory;
+    if (ndim == 1) {
+      a.rows = array.words;
+    } else {
+      a.rows = array.rows;
+      a.cols = array.cols;
+      a.row_stride = array.row_stride;
+    }
+    return a;
+  }
+  const Names& n = names();
+  const py::object dtype = attr(obj, n.dtype);
+  if (dtype.is(torch.int64) && allow_wide) {
+    a.wide = true;
+  } else if (!dtype.is(torch.int32)) {
+    fail(fmt::format("{} must hold int32{}, got {}", name, allow_wide ? " or int64" : "",
+                     py::str(dtype).cast<std::string>()));
+  }
+  const py::object shape = attr(obj, n.shape);
+  const py::object strides = attr(obj, n.stride)();
+  const auto dims = static_cast<int>(PyTuple_GET_SIZE(shape.ptr()));
+  if (dims != ndim) fail(fmt::format("{} must be a {}-D tensor, got {} dimensions", name, ndim, dims));
+  const auto dim = [&](const py::object& t, int i) { return PyLong_AsLongLong(PyTuple_GET_ITEM(t.ptr(), i)); };
+  a.rows = dim(shape, 0);
+  if (ndim == 1) {
+    if (a.rows > 1 && dim(strides, 0) != 1) {
+      fail(fmt::format("{} must be contiguous, got a stride of {} elements", name, dim(strides, 0)));
+    }
+  } else {
+    a.cols = dim(shape, 1);
+    a.row_stride = dim(strides, 0);
+    if (a.cols > 1 && dim(strides, 1) != 1) {
+      fail(fmt::format("{} must have contiguous rows, got a column stride of {} elements", name, dim(strides, 1)));
+    }
+    if (a.rows > 1 && a.row_stride < a.cols) {
+      fail(fmt::format("{} rows overlap: a row stride of {} elements for {} columns", name, a.row_stride, a.cols));
+    }
+  }
+  a.data = reinterpret_cast<const void*>(attr(obj, n.data_ptr)().cast<std::uintptr_t>());
+  if (PyObject_IsTrue(attr(obj, n.is_cuda).ptr()) == 1) {
+    a.memory = Memory::device;
+    a.device = attr(obj, n.get_device)().cast<int64_t>();
+  }
+  return a;
+}
+
+// Calls f with the first `count` entries of a host array as a Span.
+template <class F>
+void with_host_span(const EngineArray& a, int64_t count, F&& f) {
+  const auto n = static_cast<std::size_t>(count);
+  if (a.wide) {
+    f(Span<const int64_t>(static_cast<const int64_t*>(a.data), n));
+  } else {
+    f(Span<const int32_t>(static_cast<const int32_t*>(a.data), n));
+  }
+}
+
+class VllmBuilder {
+ public:
+  // `buffers`: a dict of kBufferNames' arrays (the package sizes them),
+  // `classes`: a dict of the dataclasses the objects are made as, `device`:
+  // the GPU's index, or -1 to fill with the CPU reference;
+  // `row_table_every_step`: write decode_block_table on every step with
+  // decodes (as vLLM's base builder copies it), not only where a decode
+  // launch reads it.
+  VllmBuilder(const Geometry& g, const py::dict& buffers, const py::dict& classes, int64_t device,
+              bool row_table_every_step)
+      : g_(g), device_(device), row_table_every_step_(row_table_every_step) {
+    reserve(plan_, g_);
+    const Memory wanted = device >= 0 ? Memory::device : Memory::host;
+    OutputBuffer* fields[kBuffers] = {&out_.context_lens,       &out_.decode_row_lens,
+                                      &out_.decode_block_ends,  &out_.decode_block_table,
+                                      &out_.prefill_row_ends,   &out_.prefill_block_ends,
+                                      &out_.prefill_query_start_loc, &out_.decode_schedule,
+                                      &out_.prefill_key_starts, &out_.prefill_key_ends, &decode_lens_};
+    for (int b = 0; b < kBuffers; ++b) {
+      const py::object obj = buffers[kBufferNames[b]];
+      const Array a = read_array(obj, kBufferNames[b], b == kDecodeBlockTable ? 2 : 1);
+      if (a.memory != wanted) {
+        fail(fmt::format("{} is in {} memory, and the builder fills {} memory", kBufferNames[b],
+                         memory_name(a.memory), memory_name(wanted)));
+      }
+      if (a.words >= (int64_t{1} << 28)) fail(fmt::format("{} holds {} words, past 2^28", kBufferNames[b], a.words));
+      buffers_[b] = obj;
+      *fields[b] = OutputBuffer{a.data, a.words};
+      if (b == kDecodeBlockTable) out_.decode_block_table_stride = static_cast<int32_t>(a.row_stride);
+    }
+    check_step_outputs(g_, out_);
+    const StepBufferSizes sizes = step_buffer_sizes(g_);
+    for (const OutputBuffer* b : {&out_.prefill_key_starts, &out_.prefill_key_ends}) {
+      if (b->capacity < sizes.prefill_rows) fail("the key bound buffers hold fewer words than prefill_row_ends");
+    }
+    if (decode_lens_.capacity < sizes.decode_rows) fail("decode_lens holds fewer words than decode_row_lens");
+    for (const char* name : {"metadata", "decode", "prefill", "chunk", "prefill_plan", "gather_launch", "native"}) {
+      if (!classes.contains(name)) fail(fmt::format("classes has no {}", name));
+    }
+    metadata_ = classes["metadata"];
+    decode_ = classes["decode"];
+    prefill_ = classes["prefill"];
+    chunk_ = classes["chunk"];
+    prefill_plan_ = classes["prefill_plan"];
+    gather_launch_ = classes["gather_launch"];
+    native_ = classes["native"];
+    object_new_ = py::module_::import("builtins").attr("object").attr("__new__");
+    const py::object modules = py::module_::import("sys").attr("modules");
+    if (modules.contains("torch")) {
+      const py::object torch = modules["torch"];
+      torch_.tensor_type = torch.attr("Tensor");
+      torch_.int32 = torch.attr("int32");
+      torch_.int64 = torch.attr("int64");
+      if (device >= 0) torch_.raw_stream = torch.attr("_C").attr("_cuda_getCurrentRawStream");
+    }
+  }
+
+  const Geometry& geometry() const { return g_; }
+  const StepPlan& plan() const { return plan_; }
+
+  py::object build(py::handle cm) {
+    const Names& n = names();
+    const int64_t num_reqs = as_int(attr(cm, n.num_reqs), "num_reqs");
+    const int64_t num_tokens = as_int(attr(cm, n.num_actual_tokens), "num_actual_tokens");
+    if (num_reqs < 0) fail(fmt::format("common_attn_metadata.num_reqs={} is negative", num_reqs));
+    if (num_tokens < 0) fail(fmt::format("common_attn_metadata.num_actual_tokens={} is negative", num_tokens));
+
+    // Plan from the host copies.
+    host_qsl_ = read_engine(torch_, attr(cm, n.query_start_loc_cpu), "query_start_loc_cpu", 1, true);
+    host_upper_ = read_engine(torch_, attr(cm, n.seq_lens_cpu_upper_bound), "seq_lens_cpu_upper_bound", 1, true);
+    require_host(host_qsl_, "query_start_loc_cpu");
+    require_host(host_upper_, "seq_lens_cpu_upper_bound");
+    require_entries(host_qsl_, num_reqs + 1, "query_start_loc_cpu", "num_reqs + 1");
+    require_entries(host_upper_, num_reqs, "seq_lens_cpu_upper_bound", "num_reqs");
+    with_host_span(host_qsl_, num_reqs + 1, [&](auto qsl) {
+      with_host_span(host_upper_, num_reqs, [&](auto bounds) { plan_step(g_, qsl, bounds, num_tokens, plan_); });
+    });
+
+    // Fill the step buffers from the exact lengths and the engine's table.
+    qsl_ = read_engine(torch_, attr(cm, n.query_start_loc), "query_start_loc", 1, false);
+    seq_lens_ = read_engine(torch_, attr(cm, n.seq_lens), "seq_lens", 1, false);
+    table_ = read_engine(torch_, attr(cm, n.block_table_tensor), "block_table_tensor", 2, false);
+    for (const auto& [a, name] : {std::pair<const EngineArray*, const char*>{&qsl_, "query_start_loc"},
+                                  {&seq_lens_, "seq_lens"}, {&table_, "block_table_tensor"}}) {
+      require_filled_memory(*a, name);
+    }
+    in_ = StepInputs{};
+    in_.seq_lens = static_cast<const int32_t*>(seq_lens_.data);
+    in_.num_seq_lens = seq_lens_.rows;
+    in_.query_start_loc = static_cast<const int32_t*>(qsl_.data);
+    in_.num_query_start_loc = qsl_.rows;
+    if (table_.cols > 0x7FFFFFFF || table_.row_stride > 0x7FFFFFFF) {
+      fail(fmt::format("block_table_tensor's rows ({} columns, a stride of {}) do not fit int32", table_.cols,
+                       table_.row_stride));
+    }
+    in_.block_table = static_cast<const int32_t*>(table_.data);
+    in_.block_table_rows = table_.rows;
+    in_.block_table_cols = static_cast<int32_t>(table_.cols);
+    in_.block_table_stride = static_cast<int32_t>(table_.rows > 1 ? table_.row_stride : table_.cols);
+    out_.always_write_decode_block_table = row_table_every_step_;
+    fill();
+    return metadata(cm);
+  }
+
+ private:
+  void require_host(const EngineArray& a, const char* name) const {
+    if (a.memory != Memory::host) fail(fmt::format("{} must be in host memory (the CPU copy)", name));
+  }
+  static void require_entries(const EngineArray& a, int64_t needed, const char* name, const char* what) {
+    if (a.rows < needed) fail(fmt::format("{} has {} entries, fewer than {} = {}", name, a.rows, what, needed));
+  }
+  void require_filled_memory(const EngineArray& a, const char* name) const {
+    const bool gpu = device_ >= 0;
+    if (a.wide) fail(fmt::format("{} must hold int32", name));
+    if (gpu && (a.memory != Memory::device || a.device != device_)) {
+      fail(fmt::format("{} must be on the builder's GPU {} (it is in {} memory{})", name, device_,
+                       memory_name(a.memory), a.memory == Memory::device ? fmt::format(", GPU {}", a.device) : ""));
+    }
+    if (!gpu && a.memory != Memory::host) fail(fmt::format("{} must be in host memory: the builder fills on the CPU", name));
+  }
+
+  void fill() {
+#if defined(IDXPLAN_PYTHON_DEVICE)
+    if (device_ >= 0) {
+      const auto stream = torch_.raw_stream(device_).cast<std::uintptr_t>();
+      enqueue(g_, plan_, in_, out_, stream);
+      return;
+    }
+#endif
+    if (device_ >= 0) fail("this idxplan was built without a device part; make the builder with device=\"cpu\"");
+    fill_step_buffers(g_, plan_, in_, out_);
+  }
+
+  // buffer[begin:end] (decode_row_lens[:end] as [end, 1] for kDecodeSeqLens),
+  // made once and then handed out again: a view of a fixed buffer is the
+  // same view every step.
+  const py::object& view(int kind, int64_t begin, int64_t end) {
+    const uint64_t key = (static_cast<uint64_t>(kind) << 56) | (static_cast<uint64_t>(begin) << 28) |
+                         static_cast<uint64_t>(end);
+    auto it = views_.find(key);
+    if (it != views_.end()) return it->second;
+    if (views_.size() >= (1u << 16)) views_.clear();  // a bound, not a policy: steps repeat their shapes
+    const int b = kind == kDecodeSeqLens ? kDecodeRowLens : kind;
+    py::object v = buffers_[b][py::slice(py::int_(begin), py::int_(end), py::none())];
+    if (kind == kDecodeSeqLens) v = v.attr(names().reshape)(end - begin, 1);
+    return views_.emplace(key, std::move(v)).first->second;
+  }
+  // The view of buffer `b` a launch pointer `p` starts, `count` words long.
+  const py::object& view_at(int b, const int32_t* p, int64_t count) {
+    const OutputBuffer& base = output(b);
+    const int64_t begin = p - base.data;
+    return view(b, begin, begin + count);
+  }
+  const OutputBuffer& output(int b) const {
+    const OutputBuffer* fields[kBuffers] = {&out_.context_lens,       &out_.decode_row_lens,
+                                            &out_.decode_block_ends,  &out_.decode_block_table,
+                                            &out_.prefill_row_ends,   &out_.prefill_block_ends,
+                                            &out_.prefill_query_start_loc, &out_.decode_schedule,
+                                            &out_.prefill_key_starts, &out_.prefill_key_ends, &decode_lens_};
+    return *fields[b];
+  }
+  // Rows [begin, end) of the engine's table: the table itself when that is all of it.
+  py::object table_rows(int64_t begin, int64_t end) const {
+    if (begin == 0 && end == table_.rows) return table_.obj;
+    return table_.obj[py::slice(py::int_(begin), py::int_(end), py::none())];
+  }
+
+  py::object make(const py::object& cls) const { return object_new_(cls); }
+  static void set(const py::object& obj, const char* name, py::handle value) {
+    if (PyObject_SetAttrString(obj.ptr(), name, value.ptr()) != 0) throw py::error_already_set();
+  }
+
+  py::object metadata(py::handle cm) {
+    const Names& n = names();
+    const StepPlan& p = plan_;
+    py::object m = make(metadata_);
+    set(m, "seq_lens", seq_lens_.obj);
+    py::object max_seq_len = attr_or_none(cm, n.max_seq_len);
+    set(m, "max_seq_len", max_seq_len.is_none() ? py::int_(p.max_seq_len) : max_seq_len);
+    set(m, "slot_mapping", attr_or_none(cm, n.slot_mapping));
+    set(m, "num_decodes", py::int_(p.num_decodes));
+    set(m, "num_decode_tokens", py::int_(p.num_decode_tokens));
+    set(m, "num_prefills", py::int_(p.num_prefills));
+    set(m, "num_prefill_tokens", py::int_(p.num_prefill_tokens));
+    set_decode(m);
+    set_prefill(m);
+    return m;
+  }
+
+  void set_decode(const py::object& m) {
+    const StepPlan& p = plan_;
+    const bool blocks = g_.config().candidate_block_size > 0;
+    py::object none = py::none();
+    if (p.num_decodes == 0) {
+      for (const char* f : {"decode", "decode_row_lens", "decode_block_ends", "decode_native", "decode_schedule",
+                            "decode_gather"}) {
+        set(m, f, none);
+      }
+      set(m, "decode_use_gather", py::bool_(false));
+      return;
+    }
+    const DecodeLaunch l = decode_launch(g_, p, in_, out_);
+    const int64_t rows = p.decode.num_rows;
+    py::object row_lens = view(kDecodeRowLens, 0, rows);
+    py::object row_table = none;
+    if (rows == 0) {
+      row_table = view(kDecodeBlockTable, 0, 0);
+    } else if (l.row_block_table != nullptr) {
+      row_table = l.row_block_table == in_.block_table
+                      ? table_rows(0, rows)
+                      : py::object(view(kDecodeBlockTable, 0, rows));
+    }
+    // The decode launch's schedule, or none.
+    py::object schedule = l.schedule != nullptr ? py::object(view_at(kDecodeSchedule, l.schedule,
+                                                                     int64_t{kDescriptorWords} * l.num_ctas))
+                                                : none;
+    // Every request's query length, as the base builder sees the decodes.
+    int32_t min_len = 0x7FFFFFFF;
+    int32_t max_len = 0;
+    for (int32_t r = 0; r < p.num_decodes; ++r) {
+      const int32_t q = host_qsl(r + 1) - host_qsl(r);
+      min_len = q < min_len ? q : min_len;
+      max_len = q > max_len ? q : max_len;
+    }
+    py::object d = make(decode_);
+    set(d, "block_table", row_table);
+    set(d, "seq_lens", view(kDecodeSeqLens, 0, rows));
+    set(d, "decode_lens", view(kDecodeLens, 0, rows));
+    set(d, "requires_padding", py::bool_(false));
+    set(d, "schedule_metadata", schedule);
+    set(d, "global_seq_lens", none);
+    set(d, "per_req_decode_lens", none);
+    set(d, "decode_is_uniform", py::bool_(min_len == max_len));
+    set(d, "write_max_decode_len", py::int_(max_len));
+    set(d, "indices", none);
+    set(m, "decode", d);
+    set(m, "decode_row_lens", row_lens);
+    set(m, "decode_block_ends", blocks ? py::object(view(kDecodeBlockEnds, 0, rows)) : none);
+    if (p.decode.native.present()) {
+      py::object native = make(native_);
+      set(native, "next_n", py::int_(l.next_n));
+      set(native, "context_lens", view_at(kContextLens, l.context_lens, l.num_seqs));
+      set(native, "block_table", table_rows(0, l.num_seqs));
+      set(m, "decode_native", native);
+    } else {
+      set(m, "decode_native", none);
+    }
+    set(m, "decode_schedule", schedule);
+    set(m, "decode_use_gather", py::bool_(l.use_gather));
+    set(m, "decode_gather", none);
+  }
+
+  void set_prefill(const py::object& m) {
+    const StepPlan& p = plan_;
+    const bool blocks = g_.config().candidate_block_size > 0;
+    const int32_t ratio = g_.config().compress_ratio;
+    py::object none = py::none();
+    py::list plans(p.prefill.size());
+    py::list launches(p.gather_launches.size());
+    if (p.num_prefills == 0) {
+      set(m, "prefill", none);
+      set(m, "prefill_plans", plans);
+      set(m, "gather_launches", launches);
+      return;
+    }
+    py::list chunks(p.prefill.size());
+    for (std::size_t i = 0; i < p.prefill.size(); ++i) {
+      const PrefillPlan& c = p.prefill[i];
+      const PrefillLaunch l = prefill_launch(g_, p, i, in_, out_);
+      const int64_t rows = l.token_end - l.token_start;
+      const int64_t row0 = l.row_ends - out_.prefill_row_ends.data;
+      py::object table = table_rows(l.first_request, int64_t{l.first_request} + l.num_reqs);
+      int64_t keys = 0;  // the chunk's requests' host compressed contexts
+      for (int32_t r = c.first_request; r < c.first_request + c.num_reqs; ++r) keys += host_upper(r) / ratio;
+      py::object chunk = make(chunk_);
+      set(chunk, "block_table", table);
+      set(chunk, "cu_seqlen_ks", view(kKeyStarts, row0, row0 + rows));
+      set(chunk, "cu_seqlen_ke", view(kKeyEnds, row0, row0 + rows));
+      set(chunk, "cu_seq_lens", none);
+      set(chunk, "token_to_seq", none);
+      set(chunk, "total_seq_lens", py::int_(keys));
+      set(chunk, "token_start", py::int_(l.token_start));
+      set(chunk, "token_end", py::int_(l.token_end));
+      set(chunk, "num_reqs", py::int_(l.num_reqs));
+      set(chunk, "skip_kv_gather", py::bool_(l.token_start > host_qsl(l.first_request)));
+      set(chunk, "local_cu_seq_lens", none);
+      set(chunk, "local_total_seq_lens", py::int_(keys));
+      set(chunk, "max_local_total_seq_lens", py::int_(keys));
+      chunks[i] = chunk;
+
+      py::list requests(static_cast<std::size_t>(c.num_pieces));
+      const RequestRows* pieces = p.pieces_of(c);
+      for (int32_t k = 0; k < c.num_pieces; ++k) {
+        requests[static_cast<std::size_t>(k)] =
+            py::make_tuple(pieces[k].first_row, pieces[k].end_row, pieces[k].request);
+      }
+      py::object plan = make(prefill_plan_);
+      set(plan, "requests", requests);
+      set(plan, "width", py::int_(l.width));
+      set(plan, "row_ends", view(kPrefillRowEnds, row0, row0 + rows));
+      set(plan, "context_lens", view_at(kContextLens, l.context_lens, l.num_reqs));
+      set(plan, "query_start_loc", view_at(kPrefillQueryStartLoc, l.query_start_loc, int64_t{l.num_reqs} + 1));
+      set(plan, "first_request", py::int_(l.first_request));
+      set(plan, "block_ends", blocks ? py::object(view(kPrefillBlockEnds, row0, row0 + rows)) : none);
+      set(plan, "use_gather", py::bool_(l.use_gather));
+      plans[i] = plan;
+    }
+    for (std::size_t i = 0; i < p.gather_launches.size(); ++i) {
+      const CandidateLaunch l = candidate_launch(g_, p, i, in_, out_);
+      const int64_t row0 = l.row_ends - out_.prefill_row_ends.data;
+      py::object launch = make(gather_launch_);
+      set(launch, "token_start", py::int_(l.token_start));
+      set(launch, "token_end", py::int_(l.token_end));
+      set(launch, "block_table", table_rows(l.request, int64_t{l.request} + 1));
+      set(launch, "context_len", view_at(kContextLens, l.context_len, 1));
+      set(launch, "row_ends", view(kPrefillRowEnds, row0, row0 + l.token_end - l.token_start));
+      set(launch, "pool", none);
+      launches[i] = launch;
+    }
+    int32_t longest = 0;
+    for (int32_t r = p.num_decodes; r < p.num_reqs; ++r) longest = std::max(longest, host_upper(r));
+    py::object prefill = make(prefill_);
+    set(prefill, "chunks", chunks);
+    set(prefill, "max_prefill_seq_len", py::int_(longest));
+    set(m, "prefill", prefill);
+    set(m, "prefill_plans", plans);
+    set(m, "gather_launches", launches);
+  }
+
+  // The host copies' entries (read by build() this step).
+  int32_t host_qsl(int64_t i) const { return host_entry(host_qsl_, i); }
+  int32_t host_upper(int64_t i) const { return host_entry(host_upper_, i); }
+  static int32_t host_entry(const EngineArray& a, int64_t i) {
+    return a.wide ? static_cast<int32_t>(static_cast<const int64_t*>(a.data)[i])
+                  : static_cast<const int32_t*>(a.data)[i];
+  }
+
+  Geometry g_;
+  int64_t device_;
+  bool row_table_every_step_;
+  StepPlan plan_;
+  StepOutputs out_;
+  OutputBuffer decode_lens_;
+  py::object buffers_[kBuffers];
+  std::unordered_map<uint64_t, py::object> views_;
+  py::object metadata_, decode_, prefill_, chunk_, prefill_plan_, gather_launch_, native_, object_new_;
+  Torch torch_;
+  // This step's arrays.
+  EngineArray host_qsl_, host_upper_, qsl_, seq_lens_, table_;
+  StepInputs in_;
+};
+
+}  // namespace
+
+void register_vllm(py::module_& m) {
+  py::class_<VllmBuilder>(m, "_VllmBuilder", "idxplan.vllm.MetadataBuilder's core (docs/vllm.md).")
+      .def(py::init<const Geometry&, const py::dict&, const py::dict&, int64_t, bool>(), py::arg("geometry"),
+           py::arg("buffers"), py::arg("classes"), py::arg("device"), py::arg("row_table_every_step"))
+      .def("build", &VllmBuilder::build, py::arg("common_attn_metadata"))
+      .def_property_readonly("plan", &VllmBuilder::plan, py::return_value_policy::reference_internal);
+}
+
+}  // namespace idxplan::python

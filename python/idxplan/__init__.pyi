@@ -8,6 +8,8 @@ from typing import Any, Callable, Optional
 
 import numpy
 
+from . import vllm as vllm  # the drop-in for vLLM's builder (docs/vllm.md)
+
 #: "cuda" or "hip" where the module was built with a device part, else None.
 device_platform: Optional[str]
 #: Whether enqueue() exists in this build.

@@ -239,7 +239,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     // Buffers of exactly the sizes the geometry promises, which
     // check_step_outputs takes.
     HostStepBuffers buffers(g, -7);
-    const StepOutputs out = buffers.outputs(in.ConsumeBool());
+    const bool always_write_table = in.ConsumeBool();
+    const bool key_bounds = in.ConsumeBool();
+    const StepOutputs out = buffers.outputs(always_write_table, key_bounds);
     check_step_outputs(g, out);
     // The engine's arrays, each of exactly its extent, now and then short.
     const std::vector<int32_t> exact = shortened(in, s.exact, 1);
@@ -252,13 +254,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         inputs.num_seq_lens < plan.num_reqs || (plan.num_reqs > 0 && inputs.num_query_start_loc < plan.num_reqs + 1) ||
         (rows && plan.num_reqs > 0 &&
          (inputs.block_table_rows < plan.num_reqs || s.cols < block_table_cols_read(g, plan)));
+    // Key bounds whose offsets could pass int32 are refused too.
+    bool wide_keys = false;
+    for (const ChunkGroup& group : plan.chunk_groups) {
+      wide_keys |= key_bounds && int64_t{group.num_reqs} * (group.max_seq_len / config.compress_ratio) > 0x7FFFFFFF;
+    }
     try {
       fill_step_buffers(g, plan, inputs, out);
     } catch (const StepError&) {
-      FUZZ_CHECK(short_inputs);  // the only inputs left to refuse
+      FUZZ_CHECK(short_inputs || wide_keys);  // the only inputs left to refuse
       return 0;
     }
-    FUZZ_CHECK(!short_inputs);
+    FUZZ_CHECK(!short_inputs && !wide_keys);
+    // A row's keys start at or after 0 and end its row end later.
+    for (int32_t row = 0; key_bounds && row < plan.num_prefill_tokens; ++row) {
+      const auto i = static_cast<std::size_t>(row);
+      if (buffers.prefill_key_starts[i] == -7) continue;  // a dropped chunk's rows
+      FUZZ_CHECK(buffers.prefill_key_starts[i] >= 0);
+      FUZZ_CHECK(buffers.prefill_key_ends[i] - buffers.prefill_key_starts[i] == buffers.prefill_row_ends[i]);
+    }
     check_buffers(g, plan, buffers.context_lens, buffers.decode_row_lens, buffers.prefill_row_ends,
                   buffers.decode_schedule);
     // No launch is told to read past what the plan sized for it.

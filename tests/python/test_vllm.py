@@ -214,3 +214,23 @@ def test_bad_input_is_refused_by_name():
         builder.build(0, common_attn_metadata(step, seq_lens_cpu_upper_bound=np.array([900, 70000], np.int32)))
     with pytest.raises(ValueError, match="device must be"):
         vllm.MetadataBuilder(g, "tpu")
+
+
+# The step docs/vllm.md shows: the split's second group is requests 1-3 (request 1
+# without rows), one chunk of tokens [20, 30).
+TRIM_STEP = dict(query_start_loc=[0, 20, 20, 25, 30, 50], seq_lens=[100, 65536, 200, 300, 400],
+                 seq_lens_upper_bound=[100, 65536, 200, 300, 400], num_tokens=None,
+                 block_table=[[r] * 512 for r in range(5)], stride=512)
+
+
+def test_a_chunk_after_an_empty_request_covers_the_requests_with_rows():
+    builder = vllm.MetadataBuilder(idxplan.make_geometry(**CONFIGS[0]), "cpu")
+    cm = common_attn_metadata(TRIM_STEP)
+    m = builder.build(0, cm)
+    chunk = next(i for i, c in enumerate(m.prefill.chunks) if c.token_start == 20)
+    p, c = m.prefill_plans[chunk], m.prefill.chunks[chunk]
+    assert (c.token_start, c.token_end, c.num_reqs, p.first_request) == (20, 30, 2, 2)
+    assert p.requests == [(0, 5, 0), (5, 10, 1)] and p.width == 75
+    assert c.block_table[:, 0].tolist() == [2, 3]
+    assert p.context_lens.tolist() == [50, 75] and p.query_start_loc.tolist() == [0, 5, 10]
+    assert c.cu_seqlen_ks.tolist() == [0] * 5 + [50] * 5

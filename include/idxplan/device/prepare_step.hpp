@@ -46,9 +46,8 @@ enum class Part : int32_t {
   decode_rows,      // decode_row_lens, decode_block_ends, a request a thread
   decode_table,     // decode_block_table, a request's four columns a thread
   prefill_rows,     // prefill_row_ends, prefill_block_ends of the launch's tokens
-  key_bounds,       // prefill_key_starts, prefill_key_ends when asked: a block a group
 };
-inline constexpr int kParts = 7;
+inline constexpr int kParts = 6;
 
 // How one launch's blocks divide into parts: part p is the blocks
 // [end[p - 1], end[p]). `units_per_thread` is the schedule's (a power of two).
@@ -92,7 +91,6 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
       decode ? blocks(decode_row_items(a), kPrepareThreads) : 0,
       decode ? blocks(decode_table_items(a), kPrepareThreads) : 0,
       blocks(int64_t{a.token_end} - a.token_begin, kPrepareThreads),
-      writes_key_bounds(a) ? a.num_groups : 0,
   };
   LaunchGrid g;
   int32_t total = 0;
@@ -181,9 +179,9 @@ __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
 // unit's first slot, then the slots in use. Each slot finds its unit by a
 // binary search among the few units the block's slots lie in.
 template <int kItems>
-__device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* first,
-                                     Primitives::TempStorage& temp) {
+__device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* first) {
   constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
+  __shared__ typename Primitives::TempStorage temp;
   const ScheduleShape& s = a.schedule;
   const int tid = static_cast<int>(threadIdx.x);
   const int32_t base = tid * kItems;
@@ -372,37 +370,6 @@ __device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64
   }
 }
 
-// The key bounds of the launch's chunk group k, a block's work: the group's
-// requests a tile of kPrepareThreads at a time, each tile's contexts scanned
-// into `starts` (kPrepareThreads words of dynamic shared memory) after the
-// tiles before it, then the tile's rows written, each finding its request
-// among the tile's.
-__device__ inline void write_key_bounds(const StepArgs& a, const ChunkGroup* groups, int32_t k, int32_t* starts,
-                                        Primitives::TempStorage& temp) {
-  const ChunkGroup& g = groups[k];
-  const int tid = static_cast<int>(threadIdx.x);
-  const int32_t last = g.first_request + g.num_reqs;
-  int32_t carry = 0;  // the contexts of the tiles before
-  for (int32_t r0 = g.first_request; r0 < last; r0 += kPrepareThreads) {
-    const int32_t r = r0 + tid;
-    int32_t context[1] = {r < last ? context_len_at(a, groups, r) : 0};
-    int32_t before[1];
-    int32_t total = 0;
-    Primitives::exclusive_sum(context, before, total, temp);
-    starts[tid] = carry + before[0];
-    __syncthreads();
-    const int32_t tile_end = r0 + kPrepareThreads < last ? r0 + kPrepareThreads : last;
-    const int32_t lo = group_rows_of(a, g, r0).begin;
-    const int32_t hi = group_rows_of(a, g, tile_end - 1).end;
-    for (int32_t t = lo + tid; t < hi; t += kPrepareThreads) {
-      const int32_t owner = find_request(a.in.query_start_loc, r0, tile_end, t);
-      store_key_bounds(a, groups, t, starts[owner - r0]);
-    }
-    carry += total;
-    __syncthreads();  // before the next tile's scan and starts[]
-  }
-}
-
 // On NVIDIA, ptxas held the 32-units variant to 128 registers and spilled
 // 12 bytes (scripts/device-resources); one block an SM lets it take the
 // registers it needs (163, no spill). The others ask for nothing (0: nvcc
@@ -412,8 +379,7 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
     prepare_step_kernel(const StepArgs a, const LaunchGrid grid) {
   constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
   __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
-  __shared__ Primitives::TempStorage temp;  // the schedule's and the key bounds' scans
-  extern __shared__ int32_t first[];  // shared_bytes(): the schedule's scan, or the key bounds' tile
+  extern __shared__ int32_t first[];  // shared_bytes(): the schedule's scan
   const int tid = static_cast<int>(threadIdx.x);
   const auto b = static_cast<int32_t>(blockIdx.x);
 
@@ -439,7 +405,7 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
   // them staged in shared memory.
   const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
   const auto p = static_cast<Part>(part);
-  if (p == Part::packed_offsets || p == Part::contexts || p == Part::prefill_rows || p == Part::key_bounds) {
+  if (p == Part::packed_offsets || p == Part::contexts || p == Part::prefill_rows) {
     for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
       group_words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
     }
@@ -448,7 +414,7 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
 
   switch (p) {
     case Part::schedule:
-      write_schedule_slots<kItems>(a, block, first, temp);
+      write_schedule_slots<kItems>(a, block, first);
       break;
     case Part::packed_offsets:
       for (int64_t w = a.word_begin + start; w < a.word_end; w += stride) {
@@ -476,21 +442,55 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
         }
       }
       break;
-    case Part::key_bounds:
-      write_key_bounds(a, groups, block, first, temp);
-      break;
+  }
+}
+
+// The launch's key bounds, when asked for (StepOutputs::prefill_key_starts),
+// a block a chunk group: the group's requests a tile of kPrepareThreads at a
+// time, each tile's contexts scanned into shared memory after the tiles
+// before it, then the tile's rows written, each finding its request among
+// the tile's. A kernel of its own, launched after the step's, so that the
+// step's kernel keeps its registers (in it, ptxas spilled the schedule's
+// variants).
+__global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0) key_bounds_kernel(const StepArgs a) {
+  constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
+  __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
+  __shared__ typename Primitives::TempStorage temp;
+  __shared__ int32_t starts[kPrepareThreads];
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
+    group_words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
+  }
+  __syncthreads();
+  const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
+  const ChunkGroup& g = groups[blockIdx.x];
+  const int32_t last = g.first_request + g.num_reqs;
+  int32_t carry = 0;  // the contexts of the tiles before
+  for (int32_t r0 = g.first_request; r0 < last; r0 += kPrepareThreads) {
+    const int32_t r = r0 + tid;
+    int32_t before = 0;
+    int32_t total = 0;
+    Primitives::exclusive_sum(r < last ? context_len_at(a, groups, r) : 0, before, total, temp);
+    starts[tid] = carry + before;
+    __syncthreads();
+    const int32_t tile_end = r0 + kPrepareThreads < last ? r0 + kPrepareThreads : last;
+    const int32_t lo = group_rows_of(a, g, r0).begin;
+    const int32_t hi = group_rows_of(a, g, tile_end - 1).end;
+    for (int32_t t = lo + tid; t < hi; t += kPrepareThreads) {
+      const int32_t owner = find_request(a.in.query_start_loc, r0, tile_end, t);
+      store_key_bounds(a, groups, t, starts[owner - r0]);
+    }
+    carry += total;
+    __syncthreads();  // before the next tile's scan and starts[]
   }
 }
 
 }  // namespace detail
 
-// Dynamic shared memory of a launch: the schedule's scan, work + 1 words,
-// or a tile of key starts, whichever is more.
+// Dynamic shared memory of a launch: the schedule's scan, work + 1 words.
 inline std::size_t shared_bytes(const StepArgs& a) {
-  const std::size_t schedule =
-      a.schedule.present() && a.writes_decode ? static_cast<std::size_t>(a.schedule.work) + 1 : 0;
-  const std::size_t keys = writes_key_bounds(a) && a.num_groups > 0 ? kPrepareThreads : 0;
-  return sizeof(int32_t) * std::max(schedule, keys);
+  if (!a.schedule.present() || !a.writes_decode) return 0;
+  return sizeof(int32_t) * (static_cast<std::size_t>(a.schedule.work) + 1);
 }
 
 // Launches `a` on `stream` over `grid` (launch_grid's), the kernel built for
@@ -517,6 +517,10 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
     default: go(detail::prepare_step_kernel<32>); break;  // 32, checked above
   }
   check(rt::last_error(), "prepare_step_kernel launch");
+  if (writes_key_bounds(a) && a.num_groups > 0) {
+    detail::key_bounds_kernel<<<static_cast<uint32_t>(a.num_groups), kPrepareThreads, 0, stream>>>(a);
+    check(rt::last_error(), "key_bounds_kernel launch");
+  }
 }
 
 // Blocks a launch spreads each buffer's per-index work over: four a CU of
@@ -534,7 +538,9 @@ inline int32_t max_prepare_blocks() {
 }
 
 // Enqueues the step's launch on `stream` (a step past kMaxLaunchGroups chunk
-// groups adds a launch per further 128, for their requests and tokens).
+// groups adds a launch per further 128, for their requests and tokens; a
+// step with prefill chunks whose outputs ask for the key bounds, a launch
+// of key_bounds_kernel after each).
 // `inputs` are device pointers: the exact seq_lens, query_start_loc and
 // block table, with their extents; `outputs` the engine's buffers.
 // check_step_buffers runs first: a StepError names what is missing, too

@@ -68,6 +68,15 @@ struct BlockPrimitives {
 #endif
   }
 
+  // The same for one value a thread.
+  __device__ static void exclusive_sum(int32_t value, int32_t& sum, int32_t& total, TempStorage& temp) {
+#if defined(__HIP_PLATFORM_AMD__)
+    Scan().exclusive_scan(value, sum, 0, total, temp.scan, rocprim::plus<int32_t>());
+#else
+    Scan(temp.scan).ExclusiveSum(value, sum, total);
+#endif
+  }
+
   // The block's combined stats, in every thread. One barrier.
   __device__ static TileStats all_reduce(const TileStats& value, TempStorage& temp) {
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;

@@ -144,7 +144,7 @@ def _split(qsl, num_tokens, threshold):
     """vLLM's decode/prefill split as the base builder makes it (docs/design.md 5.1)."""
     q = np.diff(qsl)
     n = len(q)
-    if n == 0:
+    if n == 0 or num_tokens == 0:
         return _Split(0, 0)
     if (q <= threshold).all():
         return _Split(n, num_tokens)
@@ -182,7 +182,7 @@ def _base_metadata(builder, cm):
             decode_lens=torch.ones(rows, dtype=torch.int32, device=device), requires_padding=False,
             schedule_metadata=None)
     prefill = None
-    num_prefills = num_reqs - nd
+    num_prefills = num_reqs - nd if cm.num_actual_tokens > 0 else 0  # a step of no tokens plans nothing
     if num_prefills > 0:
         compressed_upper = torch.as_tensor(upper // C)
         query_lens = torch.as_tensor(np.diff(qsl[nd:]))
@@ -209,5 +209,5 @@ def _base_metadata(builder, cm):
                                                                  max_prefill_seq_len=int(upper[nd:].max()))
     return idxplan_vllm.DeepseekV32IndexerMetadata(
         seq_lens=cm.seq_lens, max_seq_len=cm.max_seq_len, slot_mapping=None, num_decodes=nd,
-        num_decode_tokens=nd_tokens, num_prefills=num_prefills, num_prefill_tokens=cm.num_actual_tokens - nd_tokens,
+        num_decode_tokens=nd_tokens, num_prefills=num_prefills, num_prefill_tokens=cm.num_actual_tokens - nd_tokens if num_prefills else 0,
         decode=decode, prefill=prefill)

@@ -453,7 +453,7 @@ class VllmBuilder {
       set(m, "decode_native", none);
     }
     set(m, "decode_schedule", schedule);
-    set(m, "decode_use_gather", py::bool_(l.use_gather));
+    set(m, "decode_use_gather", py::bool_(p.decode.use_gather));  // also without rows, as the reference
     set(m, "decode_gather", none);
   }
 

@@ -82,3 +82,23 @@ def host_inputs(step):
     return idxplan.StepInputs(seq_lens=np.array(step["seq_lens"], dtype=np.int32),
                               query_start_loc=np.array(step["query_start_loc"], dtype=np.int32),
                               block_table=table)
+
+
+def torch_step(step, device):
+    """The step as vLLM's CommonAttentionMetadata carries it, in torch tensors: the
+    host copies on the CPU, the exact lengths, offsets and block table on ``device``."""
+    import types
+
+    import torch
+
+    num_reqs = len(step["seq_lens"])
+    qsl = torch.tensor(step["query_start_loc"], dtype=torch.int32)
+    table = torch.tensor(step["block_table"], dtype=torch.int32).reshape(num_reqs, step["stride"])
+    return types.SimpleNamespace(
+        num_reqs=num_reqs,
+        num_actual_tokens=step["num_tokens"] if step["num_tokens"] is not None else int(qsl[-1]),
+        query_start_loc=qsl.to(device), query_start_loc_cpu=qsl,
+        seq_lens=torch.tensor(step["seq_lens"], dtype=torch.int32, device=device),
+        seq_lens_cpu_upper_bound=torch.tensor(step["seq_lens_upper_bound"], dtype=torch.int32),
+        block_table_tensor=table.to(device), max_seq_len=max(step["seq_lens_upper_bound"], default=0),
+        slot_mapping=None)

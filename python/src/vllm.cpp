@@ -89,6 +89,13 @@ py::object attr_or_none(py::handle obj, PyObject* name) {
   return py::reinterpret_steal<py::object>(v);
 }
 
+// obj.name(), through vectorcall (no bound method, no argument tuple).
+py::object call_method(py::handle obj, PyObject* name) {
+  PyObject* v = PyObject_CallMethodNoArgs(obj.ptr(), name);
+  if (v == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(v);
+}
+
 int64_t as_int(py::handle v, const char* name) {
   if (PyBool_Check(v.ptr()) || PyIndex_Check(v.ptr()) == 0) {
     fail(fmt::format("common_attn_metadata.{} must be an integer, got {}", name,
@@ -144,7 +151,7 @@ EngineArray read_engine(const Torch& torch, py::handle obj, const char* name, in
                      py::str(dtype).cast<std::string>()));
   }
   const py::object shape = attr(obj, n.shape);
-  const py::object strides = attr(obj, n.stride)();
+  const py::object strides = call_method(obj, n.stride);
   const auto dims = static_cast<int>(PyTuple_GET_SIZE(shape.ptr()));
   if (dims != ndim) fail(fmt::format("{} must be a {}-D tensor, got {} dimensions", name, ndim, dims));
   const auto dim = [&](const py::object& t, int i) { return PyLong_AsLongLong(PyTuple_GET_ITEM(t.ptr(), i)); };
@@ -163,10 +170,10 @@ EngineArray read_engine(const Torch& torch, py::handle obj, const char* name, in
       fail(fmt::format("{} rows overlap: a row stride of {} elements for {} columns", name, a.row_stride, a.cols));
     }
   }
-  a.data = reinterpret_cast<const void*>(attr(obj, n.data_ptr)().cast<std::uintptr_t>());
+  a.data = reinterpret_cast<const void*>(PyLong_AsVoidPtr(call_method(obj, n.data_ptr).ptr()));
   if (PyObject_IsTrue(attr(obj, n.is_cuda).ptr()) == 1) {
     a.memory = Memory::device;
-    a.device = attr(obj, n.get_device)().cast<int64_t>();
+    a.device = PyLong_AsLongLong(call_method(obj, n.get_device).ptr());
   }
   return a;
 }
@@ -228,7 +235,6 @@ class VllmBuilder {
     prefill_plan_ = classes["prefill_plan"];
     gather_launch_ = classes["gather_launch"];
     native_ = classes["native"];
-    object_new_ = py::module_::import("builtins").attr("object").attr("__new__");
     const py::object modules = py::module_::import("sys").attr("modules");
     if (modules.contains("torch")) {
       const py::object torch = modules["torch"];
@@ -329,7 +335,11 @@ class VllmBuilder {
   void fill() {
 #if defined(IDXPLAN_PYTHON_DEVICE)
     if (device_ >= 0) {
-      const auto stream = torch_.raw_stream(device_).cast<std::uintptr_t>();
+      const py::object index = py::int_(device_);
+      PyObject* handle = PyObject_CallOneArg(torch_.raw_stream.ptr(), index.ptr());
+      if (handle == nullptr) throw py::error_already_set();
+      const auto stream = reinterpret_cast<std::uintptr_t>(PyLong_AsVoidPtr(handle));
+      Py_DECREF(handle);
       enqueue(g_, plan_, in_, out_, stream);
       return;
     }
@@ -372,9 +382,21 @@ class VllmBuilder {
     return table_.obj[py::slice(py::int_(begin), py::int_(end), py::none())];
   }
 
-  py::object make(const py::object& cls) const { return object_new_(cls); }
+  // An instance of dataclass `cls` without its __init__ (every field is set
+  // after), as object.__new__(cls) makes it.
+  py::object make(const py::object& cls) const {
+    static PyObject* const no_args = PyTuple_New(0);
+    PyObject* obj = PyBaseObject_Type.tp_new(reinterpret_cast<PyTypeObject*>(cls.ptr()), no_args, nullptr);
+    if (obj == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(obj);
+  }
+  // obj.name = value, the name interned once (a string literal's address is its key).
   static void set(const py::object& obj, const char* name, py::handle value) {
-    if (PyObject_SetAttrString(obj.ptr(), name, value.ptr()) != 0) throw py::error_already_set();
+    static std::unordered_map<const char*, PyObject*>* const interned =
+        new std::unordered_map<const char*, PyObject*>();  // outlives the interpreter's teardown
+    auto it = interned->find(name);
+    if (it == interned->end()) it = interned->emplace(name, intern(name)).first;
+    if (PyObject_SetAttr(obj.ptr(), it->second, value.ptr()) != 0) throw py::error_already_set();
   }
 
   py::object metadata(py::handle cm) {
@@ -550,7 +572,7 @@ class VllmBuilder {
   OutputBuffer decode_lens_;
   py::object buffers_[kBuffers];
   std::unordered_map<uint64_t, py::object> views_;
-  py::object metadata_, decode_, prefill_, chunk_, prefill_plan_, gather_launch_, native_, object_new_;
+  py::object metadata_, decode_, prefill_, chunk_, prefill_plan_, gather_launch_, native_;
   Torch torch_;
   // This step's arrays.
   EngineArray host_qsl_, host_upper_, qsl_, seq_lens_, table_;

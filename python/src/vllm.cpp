@@ -376,10 +376,26 @@ class VllmBuilder {
                                             &out_.prefill_key_starts, &out_.prefill_key_ends, &decode_lens_};
     return *fields[b];
   }
-  // Rows [begin, end) of the engine's table: the table itself when that is all of it.
-  py::object table_rows(int64_t begin, int64_t end) const {
+  // Rows [begin, end) of the engine's table: the table itself when that is
+  // all of it. A slice of a torch tensor costs microseconds (2.6 on the
+  // H200's host), so the slices are kept and handed out again while the
+  // table's memory (its address, row stride and width) stays: a slice of
+  // the same memory is the same view. The kept slices keep that memory
+  // alive, so a table at another address is never confused with one freed.
+  const py::object& table_rows(int64_t begin, int64_t end) {
     if (begin == 0 && end == table_.rows) return table_.obj;
-    return table_.obj[py::slice(py::int_(begin), py::int_(end), py::none())];
+    if (table_.data != table_views_data_ || table_.row_stride != table_views_stride_ ||
+        table_.cols != table_views_cols_ || table_views_.size() >= (1u << 16)) {
+      table_views_.clear();
+      table_views_data_ = table_.data;
+      table_views_stride_ = table_.row_stride;
+      table_views_cols_ = table_.cols;
+    }
+    const uint64_t key = (static_cast<uint64_t>(begin) << 32) | static_cast<uint64_t>(end);
+    auto it = table_views_.find(key);
+    if (it != table_views_.end()) return it->second;
+    py::object v = table_.obj[py::slice(py::int_(begin), py::int_(end), py::none())];
+    return table_views_.emplace(key, std::move(v)).first->second;
   }
 
   // An instance of dataclass `cls` without its __init__ (every field is set
@@ -572,6 +588,10 @@ class VllmBuilder {
   OutputBuffer decode_lens_;
   py::object buffers_[kBuffers];
   std::unordered_map<uint64_t, py::object> views_;
+  std::unordered_map<uint64_t, py::object> table_views_;  // table_rows' slices, of this memory:
+  const void* table_views_data_ = nullptr;
+  int64_t table_views_stride_ = 0;
+  int64_t table_views_cols_ = 0;
   py::object metadata_, decode_, prefill_, chunk_, prefill_plan_, gather_launch_, native_;
   Torch torch_;
   // This step's arrays.

@@ -241,3 +241,21 @@ def test_a_chunk_after_an_empty_request_covers_the_requests_with_rows():
     assert c.block_table[:, 0].tolist() == [2, 3]
     assert p.context_lens.tolist() == [50, 75] and p.query_start_loc.tolist() == [0, 5, 10]
     assert c.cu_seqlen_ks.tolist() == [0] * 5 + [50] * 5
+
+
+def test_slices_of_the_engines_table_are_kept_while_its_memory_stays():
+    builder = cpu_builder(CONFIGS[0])
+    cm = common_attn_metadata(TRIM_STEP)
+    table = cm.block_table_tensor
+    first = builder.build(0, cm).prefill.chunks[1].block_table
+    # A new array object over the same memory (as vLLM slices its persistent table
+    # every step): the same view.
+    again = builder.build(0, common_attn_metadata(TRIM_STEP, block_table_tensor=table[:]))
+    assert again.prefill.chunks[1].block_table is first
+    # Other memory: a view of it, with its values.
+    other = table.copy()
+    other[:, 0] += 100
+    moved = builder.build(0, common_attn_metadata(TRIM_STEP, block_table_tensor=other))
+    assert moved.prefill.chunks[1].block_table is not first
+    assert moved.prefill.chunks[1].block_table[:, 0].tolist() == [102, 103]
+    assert inside(moved.prefill.chunks[1].block_table, [other])

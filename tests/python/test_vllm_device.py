@@ -54,6 +54,8 @@ def tensors_of(obj, path="metadata"):
 
 
 def inside(t, owners):
+    if t.numel() == 0:
+        return True  # nothing to copy (torch may give an empty view no address)
     lo = t.data_ptr()
     hi = lo + t.numel() * t.element_size()
     return any(o.data_ptr() <= lo and hi <= o.data_ptr() + o.numel() * o.element_size() for o in owners)

@@ -243,6 +243,9 @@ class VllmBuilder {
       torch_.int64 = torch.attr("int64");
       if (device >= 0) torch_.raw_stream = torch.attr("_C").attr("_cuda_getCurrentRawStream");
     }
+    if (device >= 0 && !torch_.raw_stream) {
+      fail("a GPU builder launches on torch's current stream: import torch before making it");
+    }
   }
 
   const Geometry& geometry() const { return g_; }
@@ -271,8 +274,8 @@ class VllmBuilder {
   }
 
  private:
-  // Reads the step's arrays from `cm`, plans it from the host copies and
-  // points the step's inputs at the exact lengths and the engine's table.
+  // Reads the step's arrays from `cm`, points the step's inputs at the
+  // exact lengths and the engine's table, and plans it from the host copies.
   void read_and_plan(py::handle cm) {
     const Names& n = names();
     const int64_t num_reqs = as_int(attr(cm, n.num_reqs), "num_reqs");
@@ -287,11 +290,8 @@ class VllmBuilder {
     require_host(host_upper_, "seq_lens_cpu_upper_bound");
     require_entries(host_qsl_, num_reqs + 1, "query_start_loc_cpu", "num_reqs + 1");
     require_entries(host_upper_, num_reqs, "seq_lens_cpu_upper_bound", "num_reqs");
-    with_host_span(host_qsl_, num_reqs + 1, [&](auto qsl) {
-      with_host_span(host_upper_, num_reqs, [&](auto bounds) { plan_step(g_, qsl, bounds, num_tokens, plan_); });
-    });
 
-    // Fill the step buffers from the exact lengths and the engine's table.
+    // What the fill reads: the exact lengths and offsets and the engine's table.
     qsl_ = read_engine(torch_, attr(cm, n.query_start_loc), "query_start_loc", 1, false);
     seq_lens_ = read_engine(torch_, attr(cm, n.seq_lens), "seq_lens", 1, false);
     table_ = read_engine(torch_, attr(cm, n.block_table_tensor), "block_table_tensor", 2, false);
@@ -312,6 +312,11 @@ class VllmBuilder {
     in_.block_table_rows = table_.rows;
     in_.block_table_cols = static_cast<int32_t>(table_.cols);
     in_.block_table_stride = static_cast<int32_t>(table_.rows > 1 ? table_.row_stride : table_.cols);
+
+    // Planned last, so that a step refused above leaves the last plan as it was.
+    with_host_span(host_qsl_, num_reqs + 1, [&](auto qsl) {
+      with_host_span(host_upper_, num_reqs, [&](auto bounds) { plan_step(g_, qsl, bounds, num_tokens, plan_); });
+    });
     // The flattened table, on native steps too: always, or where the decode rows gather.
     out_.always_write_decode_block_table = row_table_every_step_ || plan_.decode.use_gather;
   }

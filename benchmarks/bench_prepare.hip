@@ -51,16 +51,10 @@ __global__ void spin_kernel(int64_t cycles, int32_t* sink) {
 }
 
 // The launch's chunk groups, staged in shared memory as the fused kernel
-// stages them (indexing the kernel's arguments would copy them to local
-// memory).
+// stages them (the reference's kernels run kPrepareThreads a block too).
 __device__ const ChunkGroup* stage_groups(const StepArgs& a) {
-  constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
-  __shared__ int32_t words[kMaxLaunchGroups * kGroupWords];
-  for (int i = static_cast<int>(threadIdx.x); i < a.num_groups * kGroupWords; i += static_cast<int>(blockDim.x)) {
-    words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
-  }
-  __syncthreads();
-  return reinterpret_cast<const ChunkGroup*>(words);
+  __shared__ device::detail::GroupWords words;
+  return device::detail::stage_groups(a, words);
 }
 
 // The reference's launches, one buffer each, from the same bodies.

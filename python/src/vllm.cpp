@@ -202,11 +202,6 @@ class VllmBuilder {
       : g_(g), device_(device), row_table_every_step_(row_table_every_step) {
     reserve(plan_, g_);
     const Memory wanted = device >= 0 ? Memory::device : Memory::host;
-    OutputBuffer* fields[kBuffers] = {&out_.context_lens,       &out_.decode_row_lens,
-                                      &out_.decode_block_ends,  &out_.decode_block_table,
-                                      &out_.prefill_row_ends,   &out_.prefill_block_ends,
-                                      &out_.prefill_query_start_loc, &out_.decode_schedule,
-                                      &out_.prefill_key_starts, &out_.prefill_key_ends, &decode_lens_};
     for (int b = 0; b < kBuffers; ++b) {
       const py::object obj = buffers[kBufferNames[b]];
       const Array a = read_array(obj, kBufferNames[b], b == kDecodeBlockTable ? 2 : 1);
@@ -216,7 +211,7 @@ class VllmBuilder {
       }
       if (a.words >= (int64_t{1} << 28)) fail(fmt::format("{} holds {} words, past 2^28", kBufferNames[b], a.words));
       buffers_[b] = obj;
-      *fields[b] = OutputBuffer{a.data, a.words};
+      output(b) = OutputBuffer{a.data, a.words};
       if (b == kDecodeBlockTable) out_.decode_block_table_stride = static_cast<int32_t>(a.row_stride);
     }
     check_step_outputs(g_, out_);
@@ -373,12 +368,13 @@ class VllmBuilder {
     const int64_t begin = p - base.data;
     return view(b, begin, begin + count);
   }
-  const OutputBuffer& output(int b) const {
-    const OutputBuffer* fields[kBuffers] = {&out_.context_lens,       &out_.decode_row_lens,
-                                            &out_.decode_block_ends,  &out_.decode_block_table,
-                                            &out_.prefill_row_ends,   &out_.prefill_block_ends,
-                                            &out_.prefill_query_start_loc, &out_.decode_schedule,
-                                            &out_.prefill_key_starts, &out_.prefill_key_ends, &decode_lens_};
+  // Buffer b's place in the step's outputs (decode_lens is the builder's own).
+  OutputBuffer& output(int b) {
+    OutputBuffer* fields[kBuffers] = {&out_.context_lens,       &out_.decode_row_lens,
+                                      &out_.decode_block_ends,  &out_.decode_block_table,
+                                      &out_.prefill_row_ends,   &out_.prefill_block_ends,
+                                      &out_.prefill_query_start_loc, &out_.decode_schedule,
+                                      &out_.prefill_key_starts, &out_.prefill_key_ends, &decode_lens_};
     return *fields[b];
   }
   // Rows [begin, end) of the engine's table: the table itself when that is

@@ -370,6 +370,21 @@ __device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64
   }
 }
 
+// Words of one chunk group, and the shared memory that holds a launch's.
+inline constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
+using GroupWords = int32_t[kMaxLaunchGroups * kGroupWords];
+
+// The launch's chunk groups copied from the kernel arguments into `words`
+// (shared memory) by the block, for code that searches them: indexing the
+// arguments themselves would copy the whole StepArgs to local memory.
+__device__ inline const ChunkGroup* stage_groups(const StepArgs& a, GroupWords& words) {
+  for (int i = static_cast<int>(threadIdx.x); i < a.num_groups * kGroupWords; i += kPrepareThreads) {
+    words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
+  }
+  __syncthreads();
+  return reinterpret_cast<const ChunkGroup*>(words);
+}
+
 // On NVIDIA, ptxas held the 32-units variant to 128 registers and spilled
 // 12 bytes (scripts/device-resources); one block an SM lets it take the
 // registers it needs (163, no spill). The others ask for nothing (0: nvcc
@@ -377,8 +392,7 @@ __device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64
 template <int kItems>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
     prepare_step_kernel(const StepArgs a, const LaunchGrid grid) {
-  constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
-  __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
+  __shared__ GroupWords group_words;
   extern __shared__ int32_t first[];  // shared_bytes(): the schedule's scan
   const int tid = static_cast<int>(threadIdx.x);
   const auto b = static_cast<int32_t>(blockIdx.x);
@@ -405,12 +419,7 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
   // them staged in shared memory.
   const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
   const auto p = static_cast<Part>(part);
-  if (p == Part::packed_offsets || p == Part::contexts || p == Part::prefill_rows) {
-    for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
-      group_words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
-    }
-    __syncthreads();
-  }
+  if (p == Part::packed_offsets || p == Part::contexts || p == Part::prefill_rows) stage_groups(a, group_words);
 
   switch (p) {
     case Part::schedule:
@@ -453,16 +462,11 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
 // step's kernel keeps its registers (in it, ptxas spilled the schedule's
 // variants).
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0) key_bounds_kernel(const StepArgs a) {
-  constexpr int kGroupWords = sizeof(ChunkGroup) / sizeof(int32_t);
-  __shared__ int32_t group_words[kMaxLaunchGroups * kGroupWords];
+  __shared__ GroupWords group_words;
   __shared__ typename Primitives::TempStorage temp;
   __shared__ int32_t starts[kPrepareThreads];
   const int tid = static_cast<int>(threadIdx.x);
-  for (int i = tid; i < a.num_groups * kGroupWords; i += kPrepareThreads) {
-    group_words[i] = reinterpret_cast<const int32_t*>(a.groups)[i];
-  }
-  __syncthreads();
-  const ChunkGroup* groups = reinterpret_cast<const ChunkGroup*>(group_words);
+  const ChunkGroup* groups = stage_groups(a, group_words);
   const ChunkGroup& g = groups[blockIdx.x];
   const int32_t last = g.first_request + g.num_reqs;
   int32_t carry = 0;  // the contexts of the tiles before

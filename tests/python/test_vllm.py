@@ -18,6 +18,11 @@ from steps import CONFIGS, random_step, rng_for, step_json
 STEPS = 500
 
 
+# Two MTP decodes (next_n 2 in CONFIGS[0]), the step several tests build.
+TWO_DECODES = dict(query_start_loc=[0, 2, 4], seq_lens=[900, 1000], seq_lens_upper_bound=[900, 1000],
+                   num_tokens=None, block_table=[[r] * 512 for r in range(2)], stride=512)
+
+
 def numpy_empty(shape):
     return np.zeros(shape, dtype=np.int32)
 
@@ -194,8 +199,7 @@ def test_a_padded_uniform_decode_step_runs_native():
 
 def test_views_of_fixed_buffers_are_made_once():
     builder = cpu_builder(CONFIGS[0])
-    step = dict(query_start_loc=[0, 2, 4], seq_lens=[900, 1000], seq_lens_upper_bound=[900, 1000],
-                num_tokens=None, block_table=[[r] * 512 for r in range(2)], stride=512)
+    step = TWO_DECODES
     first = builder.build(0, common_attn_metadata(step))
     second = builder.build(0, common_attn_metadata(step))
     assert first is not second and first.decode_row_lens is second.decode_row_lens
@@ -203,8 +207,7 @@ def test_views_of_fixed_buffers_are_made_once():
 
 def test_bad_input_is_refused_by_name():
     builder = cpu_builder(CONFIGS[0])
-    step = dict(query_start_loc=[0, 2, 4], seq_lens=[900, 1000], seq_lens_upper_bound=[900, 1000],
-                num_tokens=None, block_table=[[r] * 512 for r in range(2)], stride=512)
+    step = TWO_DECODES
     cm = common_attn_metadata(step)
     del cm.seq_lens_cpu_upper_bound
     with pytest.raises(ValueError, match="common_attn_metadata has no seq_lens_cpu_upper_bound"):

@@ -13,6 +13,7 @@ import pytest
 import idxplan
 from idxplan import vllm
 from steps import CONFIGS, random_step, rng_for, torch_step
+from test_vllm import TWO_DECODES
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not (idxplan.has_device and torch.cuda.is_available()),
@@ -83,8 +84,7 @@ def test_device_build_equals_the_cpu_build_and_copies_nothing():
 def test_build_runs_on_torchs_current_stream():
     g = idxplan.make_geometry(**CONFIGS[0])
     builder = vllm.MetadataBuilder(g, "cuda")
-    step = dict(query_start_loc=[0, 2, 4], seq_lens=[900, 1000], seq_lens_upper_bound=[900, 1000],
-                num_tokens=None, block_table=[[r] * 512 for r in range(2)], stride=512)
+    step = TWO_DECODES
     cm = common_attn_metadata(step, "cuda")
     side, other = torch.cuda.Stream(), torch.cuda.Stream()
     builder.buffers["decode_row_lens"].fill_(-1)
@@ -102,8 +102,7 @@ def test_build_runs_on_torchs_current_stream():
 def test_tensors_on_another_device_or_the_host_are_refused():
     g = idxplan.make_geometry(**CONFIGS[0])
     builder = vllm.MetadataBuilder(g, "cuda")
-    step = dict(query_start_loc=[0, 2, 4], seq_lens=[900, 1000], seq_lens_upper_bound=[900, 1000],
-                num_tokens=None, block_table=[[r] * 512 for r in range(2)], stride=512)
+    step = TWO_DECODES
     cm = common_attn_metadata(step, "cuda")
     cm.seq_lens = cm.seq_lens.cpu()
     with pytest.raises(ValueError, match="seq_lens must be on the builder's GPU 0 \\(it is in host memory\\)"):

@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: Copyright idxplan contributors
-// GPU time per step of the fused prepare kernel, eager and in graph replay,
-// beside its floors (an empty kernel, and "+load": one block that loads a
-// length and stores it, the least any kernel that reads the step does) and
-// the reference's way of writing the same buffers (one launch per buffer,
-// one per chunk for the packed offsets), timed with device events in the
-// same run. Prints medians, and the fused graph time's ratio to "+load".
+// GPU time per step of the fused prepare kernel beside its floors (an empty
+// kernel, and "+load": one block that loads a length and stores it, the
+// least any kernel that reads the step does) and the reference's way of
+// writing the same buffers (one launch per buffer, one per chunk for the
+// packed offsets), timed with device events in the same run, three ways:
+// eager launches; "graph1", one step captured and its graph launched once a
+// step, where the graph launch is most of a small step's time; and
+// "graph100", kSteps steps captured in one graph launched once, which
+// leaves the host out of the figure. Then the host's side: plan_step,
+// enqueue and both together, beside an empty kernel's eager launch.
+// Prints medians and the ratios the design's targets are stated in.
+//
+//   idxplan_bench_prepare [substring]   only the steps whose name holds it
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -141,6 +149,12 @@ void baseline_step(const StepPlan& plan, const StepArgs& a, device::Stream s) {
   }
 }
 
+// Median of `samples`.
+double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
 struct Timer {
   device::Stream stream;
   rt::Event start{}, stop{};
@@ -148,35 +162,62 @@ struct Timer {
     check(rt::event_create(&start), "event");
     check(rt::event_create(&stop), "event");
   }
-  // Median GPU microseconds per call of `step` over kSteps calls.
-  double eager(const std::function<void()>& step) const {
+  // Keeps the SMs busy for about 20 ms so the clocks are up when timing starts.
+  void warm_up() const {
     static device::DeviceArray<int32_t> sink(1);
-    spin_kernel<<<264, 128, 0, stream>>>(int64_t{40} << 20, sink.data());  // ~20 ms at 2 GHz
+    spin_kernel<<<264, 128, 0, stream>>>(int64_t{40} << 20, sink.data());
+  }
+  // Median GPU microseconds a step of `run`, which enqueues `steps` steps.
+  double time(const std::function<void()>& run, int steps) const {
+    warm_up();
     std::vector<double> us;
     for (int rep = 0; rep < kRepeats + 2; ++rep) {
       check(rt::event_record(start, stream), "record");
-      for (int i = 0; i < kSteps; ++i) step();
+      run();
       check(rt::event_record(stop, stream), "record");
       check(rt::stream_synchronize(stream), "sync");
       float ms = 0;
       check(rt::event_elapsed_ms(&ms, start, stop), "elapsed");
-      if (rep >= 2) us.push_back(1000.0 * ms / kSteps);  // two warm-ups
+      if (rep >= 2) us.push_back(1000.0 * ms / steps);  // two warm-ups
     }
-    std::sort(us.begin(), us.end());
-    return us[us.size() / 2];
+    return median(us);
   }
-  // The same, for `step` captured once into a graph and replayed.
-  double graph(const std::function<void()>& step) const {
+  // `step` enqueued eagerly, kSteps times a timing.
+  double eager(const std::function<void()>& step) const {
+    return time([&] { for (int i = 0; i < kSteps; ++i) step(); }, kSteps);
+  }
+  // `captured` steps captured into one graph, the graph launched
+  // kSteps / captured times a timing.
+  double graph(const std::function<void()>& step, int captured) const {
     rt::Graph graph = nullptr;
     rt::GraphExec exec = nullptr;
     check(rt::begin_capture(stream), "capture");
-    step();
+    for (int i = 0; i < captured; ++i) step();
     check(rt::end_capture(stream, &graph), "capture");
     check(rt::graph_instantiate(&exec, graph), "instantiate");
-    const double us = eager([&] { check(rt::graph_launch(exec, stream), "graph launch"); });
+    const double us = time([&] {
+      for (int i = 0; i < kSteps / captured; ++i) check(rt::graph_launch(exec, stream), "graph launch");
+    }, kSteps);
     (void)rt::graph_exec_destroy(exec);
     (void)rt::graph_destroy(graph);
     return us;
+  }
+  double graph1(const std::function<void()>& step) const { return graph(step, 1); }
+  double graph100(const std::function<void()>& step) const { return graph(step, kSteps); }
+  // Median host microseconds a call of `step`, kSteps calls a timing, the
+  // stream drained between timings so no launch waits for room in its queue.
+  double host(const std::function<void()>& step) const {
+    using Clock = std::chrono::steady_clock;
+    std::vector<double> us;
+    for (int rep = 0; rep < kRepeats + 2; ++rep) {
+      check(rt::stream_synchronize(stream), "sync");
+      const auto t0 = Clock::now();
+      for (int i = 0; i < kSteps; ++i) step();
+      const auto t1 = Clock::now();
+      if (rep >= 2) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kSteps);
+    }
+    check(rt::stream_synchronize(stream), "sync");
+    return median(us);
   }
 };
 
@@ -187,12 +228,24 @@ device::DeviceArray<T> upload(const std::vector<T>& v) {
   return d;
 }
 
+// One step's figures: GPU microseconds (e: eager, g1: graph1, g100:
+// graph100) and host microseconds.
+struct Figures {
+  std::string name;
+  int32_t rows = 0, slots = 0, cols = 0;
+  const char* table = "-";
+  double empty_e = 0, empty_g1 = 0, empty_g100 = 0, args_g1 = 0, load_g1 = 0, load_g100 = 0;
+  double fused_e = 0, fused_g1 = 0, fused_g100 = 0, sched_g100 = 0, rest_g100 = 0;
+  double ref_e = 0, ref_g1 = 0;
+  double host_empty = 0, host_plan = 0, host_enqueue = 0, host_step = 0;
+};
+
 // One step, every way: the floors, the fused kernel eager and in graph
-// replay, its two halves, and the reference's launches. `always_table` asks
-// for decode_block_table on every step, as every step wrote it before the
-// table was read in place.
-void run_case(const char* name, int32_t compute_units, const bench::BenchStep& step, bool always_table,
-              device::Stream s) {
+// replay, its two halves, the reference's launches, and the host's side.
+// `always_table` asks for decode_block_table on every step, as every step
+// wrote it before the table was read in place.
+Figures run_case(const std::string& name, int32_t compute_units, const bench::BenchStep& step,
+                 bool always_table, device::Stream s) {
   IndexerConfig c = bench::deepseek_config();
   c.num_compute_units = compute_units;
   c.max_num_seqs = 4096;
@@ -201,6 +254,7 @@ void run_case(const char* name, int32_t compute_units, const bench::BenchStep& s
   const device::StepBuffers buffers(g);
   const StepOutputs out = buffers.outputs(always_table);
   StepPlan plan;
+  reserve(plan, g);
   plan_step(g, step.query_start_loc, step.seq_lens, kUnpaddedTokens, plan);
   std::vector<int32_t> block_table(step.seq_lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()), 7);
   const auto qsl = upload(step.query_start_loc);
@@ -218,51 +272,94 @@ void run_case(const char* name, int32_t compute_units, const bench::BenchStep& s
   };
   // The least a step can do: one load of a length and one store, one block.
   const auto load_store = [&] { load_store_kernel<<<1, kThreads, 0, s>>>(args); };
-  const double e_eager = timer.eager(empty), e_graph = timer.graph(empty);
-  const double a_graph = timer.graph(with_args), l_graph = timer.graph(load_store);
-  const double f_eager = timer.eager(fused), f_graph = timer.graph(fused);
-  const double r_eager = timer.eager(reference), r_graph = timer.graph(reference);
   // The fused kernel's two halves apart: the schedule alone, and the rest alone.
   StepArgs rest = args;
   rest.schedule = ScheduleShape{};
   const auto launch = [&](const StepArgs& x) {
     return [&, x] { device::launch(x, device::launch_grid(x, max_blocks), s); };
   };
-  const double s_graph = timer.graph(launch(schedule_only(args))), n_graph = timer.graph(launch(rest));
+
+  Figures f;
+  f.name = name;
+  f.rows = plan.decode.num_rows;
+  f.slots = plan.decode.schedule.num_ctas;
+  f.cols = plan.decode.num_block_cols;
+  f.table = !plan.has_decode() ? "-" : writes_decode_block_table(plan, out) ? "copied" : "engine";
+  f.empty_e = timer.eager(empty);
+  f.empty_g1 = timer.graph1(empty);
+  f.empty_g100 = timer.graph100(empty);
+  f.args_g1 = timer.graph1(with_args);
+  f.load_g1 = timer.graph1(load_store);
+  f.load_g100 = timer.graph100(load_store);
+  f.fused_e = timer.eager(fused);
+  f.fused_g1 = timer.graph1(fused);
+  f.fused_g100 = timer.graph100(fused);
+  f.sched_g100 = timer.graph100(launch(schedule_only(args)));
+  f.rest_g100 = timer.graph100(launch(rest));
+  f.ref_e = timer.eager(reference);
+  f.ref_g1 = timer.graph1(reference);
+  f.host_empty = timer.host(empty);
+  f.host_plan = timer.host([&] { plan_step(g, step.query_start_loc, step.seq_lens, kUnpaddedTokens, plan); });
+  f.host_enqueue = timer.host(fused);
+  f.host_step = timer.host([&] {
+    plan_step(g, step.query_start_loc, step.seq_lens, kUnpaddedTokens, plan);
+    device::enqueue(g, plan, in, out, s);
+  });
   check(rt::last_error(), "launches");
-  const char* table = !plan.has_decode() ? "-" : writes_decode_block_table(plan, out) ? "copied" : "engine";
-  std::printf("%-20s %6d %7d %6s %5d | %6.2f %6.2f %6.2f %6.2f | %6.2f %6.2f %6.2fx | %6.2f %6.2f | %6.2f %6.2f %6.2fx\n",
-              name, plan.decode.num_rows, plan.decode.schedule.num_ctas, table, plan.decode.num_block_cols,
-              e_eager, e_graph, a_graph, l_graph, f_eager, f_graph, f_graph / l_graph, s_graph, n_graph,
-              r_eager, r_graph, r_graph / f_graph);
+  return f;
+}
+
+void print(const std::vector<Figures>& all) {
+  std::printf("GPU: median microseconds a step over %d steps, %d timings; graph1 = a step a graph, "
+              "graph100 = %d steps in one graph\n", kSteps, kRepeats, kSteps);
+  std::printf("%-20s %5s %6s %6s %4s | %6s %6s %6s %6s | %6s %6s | %6s %6s %6s %6s | %6s %6s | %6s %6s %6s\n",
+              "step", "rows", "slots", "table", "cols", "empty", "graph1", "g100", "+args", "+load", "g100",
+              "fused", "graph1", "g100", "/+load", "sched", "rest", "ref", "graph1", "/fused");
+  for (const Figures& f : all) {
+    std::printf("%-20s %5d %6d %6s %4d | %6.2f %6.2f %6.2f %6.2f | %6.2f %6.2f | %6.2f %6.2f %6.2f %5.2fx | "
+                "%6.2f %6.2f | %6.2f %6.2f %5.2fx\n",
+                f.name.c_str(), f.rows, f.slots, f.table, f.cols, f.empty_e, f.empty_g1, f.empty_g100, f.args_g1,
+                f.load_g1, f.load_g100, f.fused_e, f.fused_g1, f.fused_g100, f.fused_g100 / f.load_g100,
+                f.sched_g100, f.rest_g100, f.ref_e, f.ref_g1, f.ref_g1 / f.fused_g1);
+  }
+  std::printf("\nhost: median microseconds a call over %d calls, %d timings; floor = an empty kernel's "
+              "eager launch + plan_step\n", kSteps, kRepeats);
+  std::printf("%-20s | %6s %8s %8s %8s | %8s %7s\n", "step", "empty", "plan", "enqueue", "both", "floor",
+              "/floor");
+  for (const Figures& f : all) {
+    const double floor = f.host_empty + f.host_plan;
+    std::printf("%-20s | %6.2f %8.2f %8.2f %8.2f | %8.2f %6.2fx\n", f.name.c_str(), f.host_empty, f.host_plan,
+                f.host_enqueue, f.host_step, floor, f.host_step / floor);
+  }
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   if (device::device_count() == 0) {
     std::printf("idxplan_bench_prepare: no GPU on this machine, nothing to time\n");
     return 0;
   }
+  const char* only = argc > 1 ? argv[1] : "";
   device::Stream s = nullptr;
   check(rt::stream_create(&s), "stream");
-  std::printf("median GPU microseconds per step over %d steps, %d timings; num_compute_units as planned\n",
-              kSteps, kRepeats);
-  std::printf("%-20s %6s %7s %6s %5s | %6s %6s %6s %6s | %6s %6s %7s | %6s %6s | %6s %6s %7s\n", "step",
-              "rows", "slots", "table", "cols", "empty", "graph", "+args", "+load", "fused", "graph",
-              "/+load", "sched", "rest", "ref", "graph", "/fused");
+  std::vector<Figures> all;
+  const auto run = [&](const std::string& name, int32_t compute_units, const bench::BenchStep& step,
+                       bool always_table) {
+    if (name.find(only) != std::string::npos) all.push_back(run_case(name, compute_units, step, always_table, s));
+  };
+  // num_compute_units as planned: 256, and 512 for 4096 sequences.
   for (const int32_t n : {4, 64, 256, 1024, 4096}) {
-    const std::string name = "decode_" + std::to_string(n);
-    run_case(name.c_str(), n == 4096 ? 512 : 256, bench::mtp_decodes(n), false, s);
+    run("decode_" + std::to_string(n), n == 4096 ? 512 : 256, bench::mtp_decodes(n), false);
   }
   // The native steps as before the table was read in place: copied every step.
   for (const int32_t n : {1024, 4096}) {
-    const std::string name = "decode_" + std::to_string(n) + " +table";
-    run_case(name.c_str(), n == 4096 ? 512 : 256, bench::mtp_decodes(n), true, s);
+    run("decode_" + std::to_string(n) + " +table", n == 4096 ? 512 : 256, bench::mtp_decodes(n), true);
   }
-  run_case("one_row_1024", 256, bench::one_row_decodes(1024), false, s);
-  run_case("flat_1024", 256, bench::flat_decodes(1024), false, s);
-  run_case("mixed_1024", 256, bench::mixed_1024(), false, s);
+  run("one_row_1024", 256, bench::one_row_decodes(1024), false);
+  run("flat_1024", 256, bench::flat_decodes(1024), false);
+  run("mixed_1024", 256, bench::mixed_1024(), false);
+  print(all);
   (void)rt::stream_destroy(s);
   return 0;
 }

@@ -22,10 +22,6 @@ pytestmark = pytest.mark.skipif(not (idxplan.has_device and torch.cuda.is_availa
 STEPS = int(os.environ.get("IDXPLAN_PY_GPU_STEPS", "300"))
 
 
-def common_attn_metadata(step, device):
-    return torch_step(step, device)
-
-
 def same(a, b, path="metadata"):
     """Asserts a (device build) and b (CPU build) hold the same values everywhere."""
     if isinstance(a, torch.Tensor):
@@ -72,10 +68,10 @@ def test_device_build_equals_the_cpu_build_and_copies_nothing():
         k = i % len(CONFIGS)
         gpu, cpu = pairs[k]
         step = random_step(CONFIGS[k], rng)
-        cm = common_attn_metadata(step, "cuda")
+        cm = torch_step(step, "cuda")
         m = gpu.build(0, cm)
         torch.cuda.synchronize()
-        same(m, cpu.build(0, common_attn_metadata(step, "cpu")))
+        same(m, cpu.build(0, torch_step(step, "cpu")))
         owners = list(gpu.buffers.values()) + [cm.seq_lens, cm.query_start_loc, cm.block_table_tensor]
         for path, t in tensors_of(m):
             assert t.is_cuda and inside(t, owners), f"step {i}: {path} is a copy"
@@ -85,7 +81,7 @@ def test_build_runs_on_torchs_current_stream():
     g = idxplan.make_geometry(**CONFIGS[0])
     builder = vllm.MetadataBuilder(g, "cuda")
     step = TWO_DECODES
-    cm = common_attn_metadata(step, "cuda")
+    cm = torch_step(step, "cuda")
     side, other = torch.cuda.Stream(), torch.cuda.Stream()
     builder.buffers["decode_row_lens"].fill_(-1)
     torch.cuda.synchronize()
@@ -103,7 +99,7 @@ def test_tensors_on_another_device_or_the_host_are_refused():
     g = idxplan.make_geometry(**CONFIGS[0])
     builder = vllm.MetadataBuilder(g, "cuda")
     step = TWO_DECODES
-    cm = common_attn_metadata(step, "cuda")
+    cm = torch_step(step, "cuda")
     cm.seq_lens = cm.seq_lens.cpu()
     with pytest.raises(ValueError, match="seq_lens must be on the builder's GPU 0 \\(it is in host memory\\)"):
         builder.build(0, cm)

@@ -72,7 +72,7 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
   }
   std::mt19937_64 rng(4242);
   const int steps = env_steps(2000);
-  int scheduled = 0, native = 0, one_row = 0, ragged = 0, padded = 0, always = 0, copied = 0,
+  int scheduled = 0, small = 0, native = 0, one_row = 0, ragged = 0, padded = 0, always = 0, copied = 0,
       chunked = 0, gathers = 0, zero_rows = 0, keyed = 0;
   for (int i = 0; i < steps; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
@@ -88,6 +88,7 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
     ASSERT_EQ(diff, "") << "step " << i << " on geometry " << k;
     const DecodePlan& d = plan_.decode;
     scheduled += d.schedule.present();
+    small += d.schedule.present() && device::detail::small_schedule(d.schedule);
     native += d.native.present();
     one_row += d.rows_are_requests;
     ragged += d.ragged();
@@ -99,10 +100,10 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
     zero_rows += i % 8 == 7;
     keyed += key_bounds && !plan_.chunk_groups.empty();
   }
-  std::printf("%d random steps equal to the reference: %d scheduled, %d native, %d flattened one-row, "
+  std::printf("%d random steps equal to the reference: %d scheduled (%d by one warp), %d native, %d flattened one-row, "
               "%d ragged, %d padded, %d asking for the table, %d writing it; %d chunked, %d gathering, "
               "%d full of empty requests, %d writing key bounds\n",
-              steps, scheduled, native, one_row, ragged, padded, always, copied, chunked, gathers,
+              steps, scheduled, small, native, one_row, ragged, padded, always, copied, chunked, gathers,
               zero_rows, keyed);
 }
 
@@ -128,6 +129,38 @@ TEST_F(PrepareStep, MatchesTheReferenceOnFourThousandDecodeRows) {
     EXPECT_EQ(plan_.decode.native.present(), !ragged);
     EXPECT_TRUE(plan_.decode.schedule.present());  // 4096 one-row units fit 6144 workgroups
   }
+}
+
+TEST_F(PrepareStep, SchedulesByOneWarpUpToAUnitALaneAndByTheBlockPast) {
+  // Native two-row decodes of 4 sequences up to two warps' worth of units:
+  // those of at most a unit a lane take the one-warp path, the rest the
+  // block's, and both equal the reference on each side of the boundary,
+  // with long and empty contexts mixed.
+  IndexerConfig c = test::deepseek_config();
+  c.num_compute_units = 132;
+  const Geometry g = make_geometry(c);
+  const device::StepBuffers buffers(g);
+  test::HostBuffers host(g);
+  const int32_t warp = device::detail::Primitives::kWarpSize;
+  int small = 0, block = 0;
+  for (const int32_t seqs : {4, warp - 1, warp, warp + 1, 2 * warp}) {
+    Words qsl{0}, lens;
+    for (int32_t r = 0; r < seqs; ++r) {
+      qsl.push_back(qsl.back() + 2);
+      lens.push_back(r % 5 == 4 ? 3 : 2 + (r * 7919) % 150000);
+    }
+    Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()));
+    for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i * 13 % 1000003);
+    EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq()), "")
+        << seqs << " sequences";
+    ASSERT_TRUE(plan_.decode.schedule.present()) << seqs << " sequences";
+    const bool one_warp = device::detail::small_schedule(plan_.decode.schedule);
+    EXPECT_EQ(one_warp, plan_.decode.schedule.work <= warp) << seqs << " sequences";
+    small += one_warp;
+    block += !one_warp;
+  }
+  EXPECT_GE(small, 2);
+  EXPECT_GE(block, 2);
 }
 
 TEST_F(PrepareStep, SchedulesFlattenedRowsOfMoreRequestsThanRows) {

@@ -12,7 +12,9 @@
 // the scan runs warp scans and one exchange between warps; the reduction
 // runs warp reductions (the redux instruction from sm_80 on), one barrier,
 // and every thread combines the warps' partials itself, so no second barrier
-// broadcasts a result. The stats' tiles are never negative.
+// broadcasts a result. The stats' tiles are never negative. Their warp_
+// versions serve a schedule of one unit a lane, which every warp computes
+// on its own with no barrier at all.
 
 #include <cstdint>
 
@@ -21,10 +23,13 @@
 
 #if defined(__HIP_PLATFORM_AMD__)
 #include <rocprim/block/block_scan.hpp>
+#include <rocprim/intrinsics/thread.hpp>
 #include <rocprim/warp/warp_reduce.hpp>
+#include <rocprim/warp/warp_scan.hpp>
 #else
 #include <cub/block/block_scan.cuh>
 #include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
 #endif
 
 namespace idxplan::device {
@@ -35,14 +40,21 @@ struct BlockPrimitives {
   static constexpr int kWarpSize = 64;  // gfx9's wavefronts
   using Scan = rocprim::block_scan<int32_t, kThreads, rocprim::block_scan_algorithm::using_warp_scan>;
   using WarpReduce = rocprim::warp_reduce<TileStats, kWarpSize>;
+  using WarpAllReduce = rocprim::warp_reduce<TileStats, kWarpSize, true>;  // every lane gets the result
+  using WarpScan = rocprim::warp_scan<int32_t, kWarpSize>;
   using ScanStorage = typename Scan::storage_type;
   using WarpStorage = typename WarpReduce::storage_type;
+  using WarpAllStorage = typename WarpAllReduce::storage_type;
+  using WarpScanStorage = typename WarpScan::storage_type;
 #else
   static constexpr int kWarpSize = 32;
   using Scan = cub::BlockScan<int32_t, kThreads, cub::BLOCK_SCAN_WARP_SCANS>;
   using WarpReduce = cub::WarpReduce<TileStats>;
+  using WarpScan = cub::WarpScan<int32_t>;
   using ScanStorage = typename Scan::TempStorage;
   using WarpStorage = typename WarpReduce::TempStorage;
+  using WarpAllStorage = WarpStorage;  // the reduction, then lane 0's result to every lane
+  using WarpScanStorage = typename WarpScan::TempStorage;
 #endif
   static constexpr int kWarps = kThreads / kWarpSize;
   static_assert(kThreads % kWarpSize == 0, "whole warps");
@@ -51,6 +63,8 @@ struct BlockPrimitives {
   struct TempStorage {
     ScanStorage scan;
     WarpStorage warp[kWarps];
+    WarpAllStorage warp_all[kWarps];
+    WarpScanStorage warp_scan[kWarps];
     int64_t total[kWarps];
     int32_t live[kWarps];
     int32_t max_tiles[kWarps];
@@ -84,15 +98,7 @@ struct BlockPrimitives {
     TileStats mine{};
     WarpReduce().reduce(value, mine, temp.warp[warp], TileStats{});
 #elif __CUDA_ARCH__ >= 800
-    // One redux instruction a word. A thread's total is under 2^36 (32 units
-    // of under 2^31 tiles), so its halves below and above bit 20 sum over a
-    // warp without overflow.
-    const auto total = static_cast<uint64_t>(value.total);
-    const uint32_t low = __reduce_add_sync(~0u, static_cast<uint32_t>(total & 0xFFFFFu));
-    const uint32_t high = __reduce_add_sync(~0u, static_cast<uint32_t>(total >> 20));
-    const TileStats mine{(static_cast<int64_t>(high) << 20) + low,
-                         static_cast<int32_t>(__reduce_add_sync(~0u, static_cast<uint32_t>(value.live))),
-                         static_cast<int32_t>(__reduce_max_sync(~0u, static_cast<uint32_t>(value.max_tiles)))};
+    const TileStats mine = redux(value);
 #else
     const TileStats mine = WarpReduce(temp.warp[warp]).Reduce(value, TileStats{});
 #endif
@@ -109,6 +115,59 @@ struct BlockPrimitives {
     }
     return all;
   }
+
+  // The warp's combined stats, in every lane of it. No barrier.
+  __device__ static TileStats warp_all_reduce(const TileStats& value, TempStorage& temp) {
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+#if defined(__HIP_PLATFORM_AMD__)
+    TileStats all{};
+    WarpAllReduce().reduce(value, all, temp.warp_all[warp], TileStats{});
+    return all;
+#elif __CUDA_ARCH__ >= 800
+    (void)temp;
+    (void)warp;
+    return redux(value);
+#else
+    const TileStats lane0 = WarpReduce(temp.warp_all[warp]).Reduce(value, TileStats{});
+    return TileStats{__shfl_sync(~0u, lane0.total, 0), __shfl_sync(~0u, lane0.live, 0),
+                     __shfl_sync(~0u, lane0.max_tiles, 0)};
+#endif
+  }
+
+  // Exclusive prefix sums of the warp's values, lane by lane; `total`
+  // (in every lane) gets their sum. No barrier.
+  __device__ static void warp_exclusive_sum(int32_t value, int32_t& sum, int32_t& total, TempStorage& temp) {
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+#if defined(__HIP_PLATFORM_AMD__)
+    WarpScan().exclusive_scan(value, sum, 0, total, temp.warp_scan[warp], rocprim::plus<int32_t>());
+#else
+    WarpScan(temp.warp_scan[warp]).ExclusiveSum(value, sum, total);
+#endif
+  }
+
+  // Orders a warp's shared-memory writes before its lanes' later reads.
+  __device__ static void warp_sync() {
+#if defined(__HIP_PLATFORM_AMD__)
+    rocprim::wave_barrier();
+#else
+    __syncwarp();
+#endif
+  }
+
+ private:
+#if !defined(__HIP_PLATFORM_AMD__) && __CUDA_ARCH__ >= 800
+  // The warp's stats in every lane, one redux instruction a word. A lane's
+  // total is under 2^36 (32 units of under 2^31 tiles), so its halves below
+  // and above bit 20 sum over a warp without overflow.
+  __device__ static TileStats redux(const TileStats& value) {
+    const auto total = static_cast<uint64_t>(value.total);
+    const uint32_t low = __reduce_add_sync(~0u, static_cast<uint32_t>(total & 0xFFFFFu));
+    const uint32_t high = __reduce_add_sync(~0u, static_cast<uint32_t>(total >> 20));
+    return TileStats{(static_cast<int64_t>(high) << 20) + low,
+                     static_cast<int32_t>(__reduce_add_sync(~0u, static_cast<uint32_t>(value.live))),
+                     static_cast<int32_t>(__reduce_max_sync(~0u, static_cast<uint32_t>(value.max_tiles)))};
+  }
+#endif
 };
 
 }  // namespace idxplan::device

@@ -87,6 +87,24 @@ struct DLManagedTensorVersioned {
   DLTensor dl_tensor;
 };
 
+// DLPack 1.3's C exchange API, which a framework sets on its tensor type as
+// the capsule __dlpack_c_exchange_api__ ("dlpack_exchange_api"; torch from
+// 2.10): C functions that describe one of its tensors in a caller's
+// DLTensor, making no Python object, and that give its current stream. The
+// three functions idxplan does not call are declared as plain pointers.
+struct DLPackExchangeAPIHeader {
+  DLPackVersion version;
+  DLPackExchangeAPIHeader* prev_api;
+};
+struct DLPackExchangeAPI {
+  DLPackExchangeAPIHeader header;
+  void* managed_tensor_allocator;
+  void* managed_tensor_from_py_object_no_sync;
+  void* managed_tensor_to_py_object_no_sync;
+  int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out);  // 0, or -1 with a Python error set
+  int (*current_work_stream)(int32_t device_type, int32_t device_id, void** out_stream);
+};
+
 // Checks the rank and row layout shared by every protocol and fills `a`.
 // `shape` and `strides` are in elements; `strides` may be null (row-major).
 inline void set_layout(Array& a, const char* name, int ndim_wanted, int32_t ndim, const int64_t* shape,

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -61,6 +62,8 @@ struct Names {
   PyObject* stride = intern("stride");
   PyObject* data_ptr = intern("data_ptr");
   PyObject* is_cuda = intern("is_cuda");
+  PyObject* is_cpu = intern("is_cpu");
+  PyObject* device = intern("device");
   PyObject* get_device = intern("get_device");
   PyObject* reshape = intern("reshape");
 };
@@ -116,17 +119,76 @@ struct EngineArray {
   int64_t device = -1;
 };
 
-// torch's objects the fast path compares with; empty without torch.
+// torch's objects the fast paths compare with; empty without torch.
+// `exchange`: torch.Tensor's DLPack C exchange API, or null where this torch
+// has none (before 2.10).
 struct Torch {
   py::object tensor_type, int32, int64, raw_stream;
+  py::object exchange_capsule;  // keeps `exchange` alive
+  const detail::DLPackExchangeAPI* exchange = nullptr;
 };
 
-// Reads `obj` (named `name` in errors): a torch tensor through its own
-// accessors (a few attribute reads, no DLPack capsule or interface dict a
-// step), anything else through arrays.hpp's protocols (int32 only).
+// torch.Tensor's exchange API, if it has one of DLPack's major version 1
+// with the two functions the builder calls.
+const detail::DLPackExchangeAPI* exchange_api(const py::object& capsule) {
+  if (!PyCapsule_IsValid(capsule.ptr(), "dlpack_exchange_api")) return nullptr;
+  const auto* api =
+      static_cast<const detail::DLPackExchangeAPI*>(PyCapsule_GetPointer(capsule.ptr(), "dlpack_exchange_api"));
+  if (api == nullptr || api->header.version.major != 1 || api->dltensor_from_py_object_no_sync == nullptr ||
+      api->current_work_stream == nullptr) {
+    return nullptr;
+  }
+  return api;
+}
+
+// Reads a torch.Tensor (of that type exactly) through the exchange API: one
+// C call, no Python object. False where the tensor is not what the builder
+// takes (or one DLPack cannot describe), so that read_engine's accessors
+// read it again and name the fault.
+bool read_exchanged(const detail::DLPackExchangeAPI& api, py::handle obj, int ndim, bool allow_wide,
+                    EngineArray& a) {
+  detail::DLTensor t{};
+  if (api.dltensor_from_py_object_no_sync(obj.ptr(), &t) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool int32 = t.dtype.bits == 32;
+  if (t.dtype.code != 0 || t.dtype.lanes != 1 || !(int32 || (allow_wide && t.dtype.bits == 64))) return false;
+  if (t.ndim != ndim) return false;
+  a.wide = !int32;
+  a.rows = t.shape[0];
+  if (ndim == 1) {
+    if (t.strides != nullptr && a.rows > 1 && t.strides[0] != 1) return false;
+  } else {
+    a.cols = t.shape[1];
+    a.row_stride = t.strides != nullptr ? t.strides[0] : a.cols;
+    if (t.strides != nullptr && a.cols > 1 && t.strides[1] != 1) return false;
+    if (a.rows > 1 && a.row_stride < a.cols) return false;
+  }
+  const int32_t type = t.device.device_type;  // 1 CPU, 2 CUDA, 3 CUDA host, 10 ROCm, 11 ROCm host
+  if (type == 2 || type == 10) {
+    a.memory = Memory::device;
+    a.device = t.device.device_id;
+  } else if (type != 1 && type != 3 && type != 11) {
+    return false;
+  }
+  a.data = static_cast<const char*>(t.data) + t.byte_offset;
+  return true;
+}
+
+// Reads `obj` (named `name` in errors): a torch tensor through DLPack's C
+// exchange API where torch has it, else through its own accessors (a few
+// attribute reads, no DLPack capsule or interface dict a step), anything
+// else through arrays.hpp's protocols (int32 only).
 EngineArray read_engine(const Torch& torch, py::handle obj, const char* name, int ndim, bool allow_wide) {
   EngineArray a;
   a.obj = py::reinterpret_borrow<py::object>(obj);
+  // The API is torch.Tensor's: a subclass, which may define its own, takes the accessors.
+  if (torch.exchange != nullptr && Py_TYPE(obj.ptr()) == reinterpret_cast<PyTypeObject*>(torch.tensor_type.ptr())) {
+    if (read_exchanged(*torch.exchange, obj, ndim, allow_wide, a)) return a;
+    a = EngineArray{};
+    a.obj = py::reinterpret_borrow<py::object>(obj);
+  }
   const bool is_tensor = torch.tensor_type && PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(
                                                                                  torch.tensor_type.ptr()));
   if (!is_tensor) {
@@ -170,11 +232,13 @@ EngineArray read_engine(const Torch& torch, py::handle obj, const char* name, in
       fail(fmt::format("{} rows overlap: a row stride of {} elements for {} columns", name, a.row_stride, a.cols));
     }
   }
-  a.data = reinterpret_cast<const void*>(PyLong_AsVoidPtr(call_method(obj, n.data_ptr).ptr()));
   if (PyObject_IsTrue(attr(obj, n.is_cuda).ptr()) == 1) {
     a.memory = Memory::device;
     a.device = PyLong_AsLongLong(call_method(obj, n.get_device).ptr());
+  } else if (PyObject_IsTrue(attr(obj, n.is_cpu).ptr()) != 1) {
+    fail(fmt::format("{} is on {}, neither the host nor a GPU", name, py::str(attr(obj, n.device)).cast<std::string>()));
   }
+  a.data = reinterpret_cast<const void*>(PyLong_AsVoidPtr(call_method(obj, n.data_ptr).ptr()));
   return a;
 }
 
@@ -237,6 +301,10 @@ class VllmBuilder {
       torch_.int32 = torch.attr("int32");
       torch_.int64 = torch.attr("int64");
       if (device >= 0) torch_.raw_stream = torch.attr("_C").attr("_cuda_getCurrentRawStream");
+      if (py::hasattr(torch_.tensor_type, "__dlpack_c_exchange_api__")) {
+        torch_.exchange_capsule = torch_.tensor_type.attr("__dlpack_c_exchange_api__");
+        torch_.exchange = exchange_api(torch_.exchange_capsule);
+      }
     }
     if (device >= 0 && !torch_.raw_stream) {
       fail("a GPU builder launches on torch's current stream: import torch before making it");
@@ -245,6 +313,7 @@ class VllmBuilder {
 
   const Geometry& geometry() const { return g_; }
   const StepPlan& plan() const { return plan_; }
+  bool reads_through_exchange_api() const { return torch_.exchange != nullptr; }
 
   py::object build(py::handle cm) {
     read_and_plan(cm);
@@ -335,18 +404,34 @@ class VllmBuilder {
   void fill() {
 #if defined(IDXPLAN_PYTHON_DEVICE)
     if (device_ >= 0) {
-      const py::object index = py::int_(device_);
-      PyObject* handle = PyObject_CallOneArg(torch_.raw_stream.ptr(), index.ptr());
-      if (handle == nullptr) throw py::error_already_set();
-      const auto stream = reinterpret_cast<std::uintptr_t>(PyLong_AsVoidPtr(handle));
-      Py_DECREF(handle);
-      enqueue(g_, plan_, in_, out_, stream);
+      enqueue(g_, plan_, in_, out_, current_stream());
       return;
     }
 #endif
     if (device_ >= 0) fail("this idxplan was built without a device part; make the builder with device=\"cpu\"");
     fill_step_buffers(g_, plan_, in_, out_);
   }
+
+#if defined(IDXPLAN_PYTHON_DEVICE)
+  // torch's current stream on the builder's GPU: from the exchange API, one
+  // C call, where torch has it.
+  std::uintptr_t current_stream() const {
+    if (torch_.exchange != nullptr) {
+      const int32_t type = std::string_view(device_platform()) == "hip" ? 10 : 2;  // kDLROCM, kDLCUDA
+      void* stream = nullptr;
+      if (torch_.exchange->current_work_stream(type, static_cast<int32_t>(device_), &stream) != 0) {
+        throw py::error_already_set();
+      }
+      return reinterpret_cast<std::uintptr_t>(stream);
+    }
+    const py::object index = py::int_(device_);
+    PyObject* handle = PyObject_CallOneArg(torch_.raw_stream.ptr(), index.ptr());
+    if (handle == nullptr) throw py::error_already_set();
+    const auto stream = reinterpret_cast<std::uintptr_t>(PyLong_AsVoidPtr(handle));
+    Py_DECREF(handle);
+    return stream;
+  }
+#endif
 
   // buffer[begin:end] (decode_row_lens[:end] as [end, 1] for kDecodeSeqLens),
   // made once and then handed out again: a view of a fixed buffer is the
@@ -608,7 +693,9 @@ void register_vllm(py::module_& m) {
            py::arg("buffers"), py::arg("classes"), py::arg("device"), py::arg("row_table_every_step"))
       .def("build", &VllmBuilder::build, py::arg("common_attn_metadata"))
       .def("build_timed", &VllmBuilder::build_timed, py::arg("common_attn_metadata"))
-      .def_property_readonly("plan", &VllmBuilder::plan, py::return_value_policy::reference_internal);
+      .def_property_readonly("plan", &VllmBuilder::plan, py::return_value_policy::reference_internal)
+      .def_property_readonly("reads_through_exchange_api", &VllmBuilder::reads_through_exchange_api,
+                             "Whether torch tensors are read through DLPack's C exchange API (torch 2.10 on).");
 }
 
 }  // namespace idxplan::python

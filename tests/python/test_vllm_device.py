@@ -7,6 +7,7 @@ compares it with vLLM's own builder. Skipped without a GPU, torch or a device bu
 
 import dataclasses
 import os
+import types
 
 import pytest
 
@@ -23,10 +24,10 @@ STEPS = int(os.environ.get("IDXPLAN_PY_GPU_STEPS", "300"))
 
 
 def same(a, b, path="metadata"):
-    """Asserts a (device build) and b (CPU build) hold the same values everywhere."""
+    """Asserts a (device build) and b (another build) hold the same values everywhere."""
     if isinstance(a, torch.Tensor):
         assert isinstance(b, torch.Tensor) and a.shape == b.shape, path
-        assert torch.equal(a.cpu(), b), path
+        assert torch.equal(a.cpu(), b.cpu()), path
     elif dataclasses.is_dataclass(a):
         assert type(a) is type(b), path
         for f in dataclasses.fields(a):
@@ -103,3 +104,48 @@ def test_tensors_on_another_device_or_the_host_are_refused():
     cm.seq_lens = cm.seq_lens.cpu()
     with pytest.raises(ValueError, match="seq_lens must be on the builder's GPU 0 \\(it is in host memory\\)"):
         builder.build(0, cm)
+
+
+class Wrapped(torch.Tensor):
+    """A torch.Tensor subclass: the builder reads it through torch's accessors, as it
+    reads every tensor of a torch without DLPack's C exchange API."""
+
+
+def wrapped(cm):
+    out = types.SimpleNamespace(**vars(cm))
+    for name in ("query_start_loc", "query_start_loc_cpu", "seq_lens", "seq_lens_cpu_upper_bound",
+                 "block_table_tensor"):
+        setattr(out, name, getattr(cm, name).as_subclass(Wrapped))
+    return out
+
+
+def test_the_exchange_api_and_torchs_accessors_read_the_same_steps():
+    rng = rng_for(1618)
+    pairs = []
+    for c in CONFIGS:
+        g = idxplan.make_geometry(**c)
+        pairs.append((vllm.MetadataBuilder(g, "cuda"), vllm.MetadataBuilder(g, "cuda")))
+    assert pairs[0][0]._core.reads_through_exchange_api == hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
+    for i in range(STEPS // 3):
+        k = i % len(CONFIGS)
+        fast, slow = pairs[k]
+        cm = torch_step(random_step(CONFIGS[k], rng), "cuda")
+        a, b = fast.build(0, cm), slow.build(0, wrapped(cm))
+        torch.cuda.synchronize()
+        same(a, b)
+
+
+@pytest.mark.parametrize("wrap", [False, True], ids=["exchange_api", "accessors"])
+def test_tensors_neither_path_takes_are_refused_by_name(wrap):
+    g = idxplan.make_geometry(**CONFIGS[0])
+    builder = vllm.MetadataBuilder(g, "cuda")
+    cases = [("seq_lens", lambda t: t.long(), "seq_lens must hold int32, got torch.int64"),
+             ("block_table_tensor", lambda t: t[:, ::2],
+              "block_table_tensor must have contiguous rows, got a column stride of 2 elements"),
+             ("query_start_loc", lambda t: t.reshape(1, -1), "query_start_loc must be a 1-D tensor, got 2 dimensions"),
+             ("seq_lens", lambda t: torch.empty_like(t, device="meta"), "seq_lens is on meta, neither the host nor a GPU")]
+    for name, change, message in cases:
+        cm = torch_step(TWO_DECODES, "cuda")
+        setattr(cm, name, change(getattr(cm, name)))
+        with pytest.raises(ValueError, match=message.replace("(", "\\(").replace(")", "\\)")):
+            builder.build(0, wrapped(cm) if wrap else cm)

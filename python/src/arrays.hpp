@@ -216,8 +216,17 @@ inline Array from_dlpack(py::handle obj, const char* name, int ndim) {
   a.owner = py::reinterpret_borrow<py::object>(obj);
   a.keep = capsule;  // its destructor frees the managed tensor once we are done
   a.data = reinterpret_cast<int32_t*>(static_cast<char*>(t->data) + t->byte_offset);
+  // 2 CUDA and 10 ROCm are a GPU's memory; 1 CPU, 3 and 11 (pinned) and 13
+  // (CUDA managed) the host reads. Any other device's is neither.
   const int32_t type = t->device.device_type;
-  a.memory = (type == 2 || type == 10) ? Memory::device : Memory::host;
+  if (type == 2 || type == 10) {
+    a.memory = Memory::device;
+  } else if (type == 1 || type == 3 || type == 11 || type == 13) {
+    a.memory = Memory::host;
+  } else {
+    fail(fmt::format("{} is in DLPack device type {}'s memory, neither the host's nor a CUDA or ROCm GPU's", name,
+                     type));
+  }
   set_layout(a, name, ndim, t->ndim, t->shape, t->strides);
   return a;
 }

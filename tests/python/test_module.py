@@ -350,6 +350,36 @@ def test_array_errors_name_the_argument():
         idxplan.StepOutputs(**arrays)
 
 
+def test_a_dlpack_array_on_another_device_is_refused():
+    """A __dlpack__ capsule of a device neither the host nor a CUDA or ROCm GPU
+    (8: Metal) is refused by name, never read as host memory."""
+    import ctypes
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                    ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                    ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+    class DLManagedTensor(ctypes.Structure):
+        _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+    shape = (ctypes.c_int64 * 1)(4)
+    managed = DLManagedTensor(DLTensor(None, 8, 0, 1, 0, 32, 1, shape, None, 0), None, None)
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    capsule = new_capsule(ctypes.addressof(managed), b"dltensor", None)
+
+    class OnMetal:
+        def __dlpack__(self, stream=None):
+            return capsule
+
+    ok = np.zeros(4, dtype=np.int32)
+    with pytest.raises(ValueError, match="seq_lens is in DLPack device type 8's memory, neither the host's"):
+        idxplan.StepInputs(seq_lens=OnMetal(), query_start_loc=ok, block_table=np.zeros((2, 4), dtype=np.int32))
+
+
 def test_enqueue_without_a_device_part_says_so():
     if idxplan.has_device:
         pytest.skip("this build has a device part")

@@ -469,6 +469,21 @@ TEST(LaunchGrid, GivesEachBufferItsOwnBlocks) {
   EXPECT_EQ(device::launch_grid(StepArgs{}, 1024).blocks(), 1);
 }
 
+TEST(LaunchGrid, GivesANativeScheduleOfAUnitALaneToTheWarps) {
+  StepArgs a;
+  a.schedule.num_ctas = 1024;
+  a.schedule.native = true;
+  a.schedule.work = device::detail::Primitives::kWarpSize;
+  EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 0);  // prepare_step_kernel<0>
+  EXPECT_EQ(device::shared_bytes(a), 0u);
+  a.schedule.work += 1;
+  EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 1);
+  EXPECT_GT(device::shared_bytes(a), 0u);
+  a.schedule.native = false;  // flattened rows: the blocks' schedule at any size
+  a.schedule.work = 4;
+  EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 1);
+}
+
 TEST(LaunchGrid, RefusesMoreUnitsThanTheKernelTakes) {
   StepArgs a;
   a.schedule.num_ctas = 65536;

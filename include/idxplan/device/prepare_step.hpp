@@ -50,8 +50,20 @@ enum class Part : int32_t {
 };
 inline constexpr int kParts = 6;
 
+namespace detail {
+
+using Primitives = BlockPrimitives<kPrepareThreads>;
+
+// Whether schedule `s` is the warps' (write_small_schedule_slots): native,
+// and at most a unit a lane of one warp.
+IDXPLAN_HD bool small_schedule(const ScheduleShape& s) { return s.native && s.work <= Primitives::kWarpSize; }
+
+}  // namespace detail
+
 // How one launch's blocks divide into parts: part p is the blocks
-// [end[p - 1], end[p]). `units_per_thread` is the schedule's (a power of two).
+// [end[p - 1], end[p]). `units_per_thread` is the schedule's (a power of
+// two), or 0 where the warps compute it (detail::small_schedule): the
+// kernel built for each.
 struct LaunchGrid {
   int32_t end[kParts] = {};
   int32_t units_per_thread = 1;
@@ -96,7 +108,9 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   LaunchGrid g;
   int32_t total = 0;
   for (int p = 0; p < kParts; ++p) g.end[p] = total += count[p];
-  if (schedule) {
+  if (schedule && detail::small_schedule(a.schedule)) {
+    g.units_per_thread = 0;
+  } else if (schedule) {
     const int64_t per_thread = ceil_div(a.schedule.work, kPrepareThreads);
     while (g.units_per_thread < per_thread) g.units_per_thread *= 2;
   }
@@ -104,12 +118,6 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
 }
 
 namespace detail {
-
-using Primitives = BlockPrimitives<kPrepareThreads>;
-
-// Whether schedule `s` takes write_small_schedule_slots: native, and at most
-// a unit a lane of one warp.
-IDXPLAN_HD bool small_schedule(const ScheduleShape& s) { return s.native && s.work <= Primitives::kWarpSize; }
 
 // Decode request r's rows [begin, end) and its query length. The device
 // query_start_loc is the step's (docs/design.md 6), and the bounds keep a
@@ -188,12 +196,12 @@ __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
 
 // Writes the block's slots of `schedule` (num_ctas of them), kSlots a
 // thread, for a schedule whose units' slots begin at `at(u)` (at(work) =
-// end, the slots in use). Slot j's unit is the last one whose first slot
-// is at most j (a unit without slices shares its first slot with the
-// next), among the units [lo, hi] the block's slots lie in. Every thread of
-// the block takes the same steps, and both of a thread's slots search at
-// once. It takes the few words it needs, not the StepArgs: given those
-// from two callers, hipcc (ROCm 5.2) copied the whole StepArgs to scratch.
+// end, the slots in use): the warps' schedule's. Slot j's unit is the last
+// one whose first slot is at most j (a unit without slices shares its
+// first slot with the next), among the units [lo, hi] the block's slots
+// lie in. Every thread of the block takes the same steps, and both of a
+// thread's slots search at once. write_schedule_slots has the same search
+// inline: calling this instead made decode_1024 0.05 us slower on the H200.
 template <class At>
 __device__ __forceinline__ void store_slots(int4* schedule, int32_t num_ctas, Divisor by_row_blocks,
                                             int32_t block_first, int32_t end, int32_t lo, int32_t hi, const At& at) {
@@ -238,6 +246,7 @@ __device__ __forceinline__ void store_slots(int4* schedule, int32_t num_ctas, Di
 // schedule itself, with warp reductions and a warp scan, and then writes its
 // own threads' slots, so the block never waits at a barrier. On the H200
 // this took decode_4's kernel from 2.17 to 1.96 us (100 steps in a graph).
+// prepare_step_kernel<0> runs it.
 __device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, int32_t block) {
   constexpr int kWarpSize = Primitives::kWarpSize;
   __shared__ typename Primitives::TempStorage temp;
@@ -276,9 +285,7 @@ __device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, in
 template <int kItems>
 __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* first) {
   const ScheduleShape& s = a.schedule;
-  if constexpr (kItems == 1) {
-    if (small_schedule(s)) return write_small_schedule_slots(a, block);
-  }
+  constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
   __shared__ typename Primitives::TempStorage temp;
   const int tid = static_cast<int>(threadIdx.x);
   const int32_t base = tid * kItems;
@@ -342,9 +349,44 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
   if (tid == 0) first[padded<kItems>(s.work)] = end;
   __syncthreads();
 
+  // Slot j's unit is the last one whose first slot is at most j (a unit
+  // without slices shares its first slot with the next), among the units
+  // [lo, hi] the block's slots lie in. Every thread of the block takes the
+  // same steps, and both of a thread's slots search at once.
+  int32_t slot[kSlots], unit[kSlots], unit_first[kSlots];
   const bool busy = block_first < end;  // else none of the block's slots is in use
-  store_slots(reinterpret_cast<int4*>(a.out.decode_schedule.data), s.num_ctas, a.by_row_blocks, block_first,
-              end, busy ? bounds[0] : 0, busy ? bounds[1] : 0, [first](int32_t u) { return first[padded<kItems>(u)]; });
+  const int32_t lo = busy ? bounds[0] : 0;
+  const int32_t hi = busy ? bounds[1] : 0;
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    slot[k] = block_first + k * kPrepareThreads + tid;
+    unit[k] = lo;
+    unit_first[k] = first[padded<kItems>(lo)];
+  }
+  int32_t step = 1;
+  while (step * 2 <= hi - lo) step *= 2;
+  for (; busy && step > 0; step /= 2) {
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int32_t probe = unit[k] + step;
+      // An unconditional load, which keeps the loop free of predicated
+      // address arithmetic.
+      const int32_t f = first[padded<kItems>(probe < hi ? probe : hi)];
+      const bool right = probe <= hi && f <= slot[k];
+      unit[k] = right ? probe : unit[k];
+      unit_first[k] = right ? f : unit_first[k];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    int4 words = make_int4(0, 0, 0, 0);
+    if (slot[k] < end) {
+      const Descriptor d = unit_descriptor(a.by_row_blocks, unit[k], slot[k] - unit_first[k],
+                                           first[padded<kItems>(unit[k] + 1)] - unit_first[k]);
+      words = make_int4(d.seq, d.blk, d.slice, d.slices);
+    }
+    if (slot[k] < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule.data)[slot[k]] = words;
+  }
 }
 
 // decode_row_lens and decode_block_ends. Items [0, num_decodes) are the
@@ -451,6 +493,9 @@ __device__ inline const ChunkGroup* stage_groups(const StepArgs& a, GroupWords& 
   return reinterpret_cast<const ChunkGroup*>(words);
 }
 
+// The step's kernel, built for the schedule's units a thread (kItems), or
+// with kItems = 0 for the warps' schedule: a kernel of its own, as the
+// blocks' path slowed by 0.05 us on the H200 with both in one.
 // On NVIDIA, ptxas held the 32-units variant to 128 registers and spilled
 // 12 bytes (scripts/device-resources); one block an SM lets it take the
 // registers it needs (163, no spill). The others ask for nothing (0: nvcc
@@ -489,7 +534,11 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
 
   switch (p) {
     case Part::schedule:
-      write_schedule_slots<kItems>(a, block, first);
+      if constexpr (kItems == 0) {
+        write_small_schedule_slots(a, block);
+      } else {
+        write_schedule_slots<kItems>(a, block, first);
+      }
       break;
     case Part::packed_offsets:
       for (int64_t w = a.word_begin + start; w < a.word_end; w += stride) {
@@ -557,10 +606,10 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0) key_bounds_kernel(cons
 
 }  // namespace detail
 
-// Dynamic shared memory of a launch: the schedule's scan, work + 1 words
-// and their padding (padded()).
+// Dynamic shared memory of a launch: the block schedule's scan, work + 1
+// words and their padding (padded()); none for the warps' schedule.
 inline std::size_t shared_bytes(const StepArgs& a) {
-  if (!a.schedule.present() || !a.writes_decode) return 0;
+  if (!a.schedule.present() || !a.writes_decode || detail::small_schedule(a.schedule)) return 0;
   const auto words = static_cast<std::size_t>(a.schedule.work) + 1;
   return sizeof(int32_t) * (words + words / 32);
 }
@@ -581,6 +630,7 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   const auto blocks = static_cast<uint32_t>(grid.blocks());
   const auto go = [&](auto kernel) { kernel<<<blocks, kPrepareThreads, shared, stream>>>(a, grid); };
   switch (grid.units_per_thread) {
+    case 0: go(detail::prepare_step_kernel<0>); break;
     case 1: go(detail::prepare_step_kernel<1>); break;
     case 2: go(detail::prepare_step_kernel<2>); break;
     case 4: go(detail::prepare_step_kernel<4>); break;

@@ -194,22 +194,66 @@ __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
   __syncthreads();
 }
 
+// Writes the block's slots of `schedule` (num_ctas of them), kSlots a
+// thread, for a schedule whose units' slots begin at `at(u)` (at(work) =
+// end, the slots in use): the warps' schedule's. Slot j's unit is the last
+// one whose first slot is at most j (a unit without slices shares its
+// first slot with the next), among the units [lo, hi] the block's slots
+// lie in. Every thread of the block takes the same steps, and both of a
+// thread's slots search at once. write_schedule_slots has the same search
+// inline: calling this instead made decode_1024 0.05 us slower on the H200.
+template <class At>
+__device__ __forceinline__ void store_slots(int4* schedule, int32_t num_ctas, Divisor by_row_blocks,
+                                            int32_t block_first, int32_t end, int32_t lo, int32_t hi, const At& at) {
+  constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
+  const int tid = static_cast<int>(threadIdx.x);
+  int32_t slot[kSlots], unit[kSlots], unit_first[kSlots];
+  const bool busy = block_first < end;
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    slot[k] = block_first + k * kPrepareThreads + tid;
+    unit[k] = lo;
+    unit_first[k] = at(lo);
+  }
+  int32_t step = 1;
+  while (step * 2 <= hi - lo) step *= 2;
+  for (; busy && step > 0; step /= 2) {
+#pragma unroll
+    for (int k = 0; k < kSlots; ++k) {
+      const int32_t probe = unit[k] + step;
+      // An unconditional load, which keeps the loop free of predicated
+      // address arithmetic.
+      const int32_t f = at(probe < hi ? probe : hi);
+      const bool right = probe <= hi && f <= slot[k];
+      unit[k] = right ? probe : unit[k];
+      unit_first[k] = right ? f : unit_first[k];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    int4 words = make_int4(0, 0, 0, 0);
+    if (slot[k] < end) {
+      const Descriptor d = unit_descriptor(by_row_blocks, unit[k], slot[k] - unit_first[k],
+                                           at(unit[k] + 1) - unit_first[k]);
+      words = make_int4(d.seq, d.blk, d.slice, d.slices);
+    }
+    if (slot[k] < num_ctas) schedule[slot[k]] = words;
+  }
+}
+
 // The schedule's slots for a native step of at most one unit a lane (the
 // few sequences of a small decode step): every warp computes the whole
 // schedule itself, with warp reductions and a warp scan, and then writes its
 // own threads' slots, so the block never waits at a barrier. On the H200
-// this took decode_4's kernel from 2.18 to 1.94 us (100 steps in a graph).
-// prepare_step_kernel<0> runs it, so that the blocks' path keeps its
-// registers (in one kernel, it ran 0.05 us slower at 64 to 256 sequences).
+// this took decode_4's kernel from 2.17 to 1.96 us (100 steps in a graph).
+// prepare_step_kernel<0> runs it.
 __device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, int32_t block) {
   constexpr int kWarpSize = Primitives::kWarpSize;
-  constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
   __shared__ typename Primitives::TempStorage temp;
   __shared__ int32_t firsts[Primitives::kWarps][kWarpSize + 1];  // each warp's own
   const ScheduleShape& s = a.schedule;
-  const int tid = static_cast<int>(threadIdx.x);
-  const int lane = tid % kWarpSize;
-  int32_t* const first = firsts[tid / kWarpSize];
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  int32_t* const first = firsts[threadIdx.x / kWarpSize];
 
   const int32_t seq = a.by_row_blocks.divide(lane);
   const int32_t blk = lane - seq * s.row_blocks;
@@ -221,44 +265,13 @@ __device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, in
   int32_t unit_first = 0;
   int32_t end = 0;
   Primitives::warp_exclusive_sum(slices, unit_first, end, temp);
-  // Lanes past the units have no slices: first[work] = end, and
-  // first[kWarpSize] too.
+  // Lanes past the units have no slices: first[work] = end, as store_slots
+  // reads it, and first[kWarpSize] too.
   first[lane] = unit_first;
   if (lane == 0) first[kWarpSize] = end;
   Primitives::warp_sync();
-
-  // Slot j's unit is the last one whose first slot is at most j (a unit
-  // without slices shares its first slot with the next), a binary search
-  // over the units in the warp's first[]; both of a thread's slots search
-  // at once. (write_schedule_slots searches the same way among the few
-  // units its block's slots lie in.)
-  int32_t slot[kSlots], unit[kSlots];
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    slot[k] = block * kSlotsPerBlock + k * kPrepareThreads + tid;
-    unit[k] = 0;
-  }
-  const int32_t last = s.work - 1;
-  int32_t step = 1;
-  while (step * 2 <= last) step *= 2;
-  for (; step > 0; step /= 2) {
-#pragma unroll
-    for (int k = 0; k < kSlots; ++k) {
-      const int32_t probe = unit[k] + step;
-      unit[k] = probe <= last && first[probe < last ? probe : last] <= slot[k] ? probe : unit[k];
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < kSlots; ++k) {
-    int4 words = make_int4(0, 0, 0, 0);
-    if (slot[k] < end) {
-      const int32_t unit_first_slot = first[unit[k]];
-      const Descriptor d = unit_descriptor(a.by_row_blocks, unit[k], slot[k] - unit_first_slot,
-                                           first[unit[k] + 1] - unit_first_slot);
-      words = make_int4(d.seq, d.blk, d.slice, d.slices);
-    }
-    if (slot[k] < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule.data)[slot[k]] = words;
-  }
+  store_slots(reinterpret_cast<int4*>(a.out.decode_schedule.data), s.num_ctas, a.by_row_blocks,
+              block * kSlotsPerBlock, end, 0, s.work - 1, [first](int32_t u) { return first[u]; });
 }
 
 // The decode schedule's slots [block * kSlotsPerBlock, + kSlotsPerBlock).
@@ -481,7 +494,8 @@ __device__ inline const ChunkGroup* stage_groups(const StepArgs& a, GroupWords& 
 }
 
 // The step's kernel, built for the schedule's units a thread (kItems), or
-// with kItems = 0 for the warps' schedule.
+// with kItems = 0 for the warps' schedule: a kernel of its own, as the
+// blocks' path slowed by 0.05 us on the H200 with both in one.
 // On NVIDIA, ptxas held the 32-units variant to 128 registers and spilled
 // 12 bytes (scripts/device-resources); one block an SM lets it take the
 // registers it needs (163, no spill). The others ask for nothing (0: nvcc

@@ -59,12 +59,15 @@ def inside(t, owners):
     return any(o.data_ptr() <= lo and hi <= o.data_ptr() + o.numel() * o.element_size() for o in owners)
 
 
+def builder_pairs(second):
+    """For each of CONFIGS, a GPU builder and a second one on ``second``."""
+    return [(vllm.MetadataBuilder(g, "cuda"), vllm.MetadataBuilder(g, second))
+            for g in (idxplan.make_geometry(**c) for c in CONFIGS)]
+
+
 def test_device_build_equals_the_cpu_build_and_copies_nothing():
     rng = rng_for(2718)
-    pairs = []
-    for c in CONFIGS:
-        g = idxplan.make_geometry(**c)
-        pairs.append((vllm.MetadataBuilder(g, "cuda"), vllm.MetadataBuilder(g, "cpu")))
+    pairs = builder_pairs("cpu")
     for i in range(STEPS):
         k = i % len(CONFIGS)
         gpu, cpu = pairs[k]
@@ -121,10 +124,7 @@ def wrapped(cm):
 
 def test_the_exchange_api_and_torchs_accessors_read_the_same_steps():
     rng = rng_for(1618)
-    pairs = []
-    for c in CONFIGS:
-        g = idxplan.make_geometry(**c)
-        pairs.append((vllm.MetadataBuilder(g, "cuda"), vllm.MetadataBuilder(g, "cuda")))
+    pairs = builder_pairs("cuda")
     assert pairs[0][0]._core.reads_through_exchange_api == hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
     for i in range(STEPS // 3):
         k = i % len(CONFIGS)

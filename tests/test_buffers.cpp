@@ -48,7 +48,7 @@ int32_t literal_native_tiles(const StepArgs& a, int32_t seq, int32_t blk, int32_
   const int32_t ctx = seq_len / c;
   if (ctx <= 0) return 0;
   const int32_t keys = std::max(std::min(ctx, end), 0);
-  return std::max((keys + s.block_kv - 1) / s.block_kv, 1);
+  return std::max(static_cast<int32_t>((int64_t{keys} + s.block_kv - 1) / s.block_kv), 1);
 }
 
 TEST(NativeUnitTiles, IsTheMaxOverTheUnitsRealRows) {
@@ -81,6 +81,44 @@ TEST(NativeUnitTiles, IsTheMaxOverTheUnitsRealRows) {
     }
   }
   EXPECT_GT(checked, 5000);
+}
+
+// The device's lengths are clamped to the plan's bound before the rule, so
+// any int32 gives the rule's tiles of the clamped length, up to a bound of
+// INT32_MAX, where the last row's tokens still fit in int32.
+TEST(NativeUnitTiles, TakesTheRuleOfTheClampedLengthForAnyLength) {
+  constexpr int32_t kMax = 0x7FFFFFFF;
+  int checked = 0;
+  for (const int32_t bound : {0, 3, 1000, kMax - 1, kMax}) {
+    for (const int32_t ratio : {1, 4, 128}) {
+      for (const int32_t n : {1, 2, 5}) {
+        for (const int32_t block_m : {1, 2, 4}) {
+          StepArgs a;
+          a.compress_ratio = ratio;
+          a.by_compress_ratio = Divisor(ratio);
+          a.by_block_kv = Divisor(64);
+          a.schedule.rows_per_seq = n;
+          a.schedule.block_m = block_m;
+          a.schedule.row_blocks = (n + block_m - 1) / block_m;
+          a.schedule.block_kv = 64;
+          a.max_decode_seq_len = bound;
+          a.num_real_decode_rows = 2 * n - 1;  // the second sequence's last row is padding
+          for (int32_t seq = 0; seq < 2; ++seq) {
+            for (int32_t blk = 0; blk < a.schedule.row_blocks; ++blk) {
+              for (const int32_t len : {-kMax - 1, -1, 0, 1, ratio - 1, ratio, 999, 1000, 1001, kMax - 1, kMax}) {
+                const int32_t clamped = len < 0 ? 0 : std::min(len, bound);
+                ASSERT_EQ(native_unit_tiles(a, seq, blk, len), literal_native_tiles(a, seq, blk, clamped))
+                    << "bound=" << bound << " ratio=" << ratio << " n=" << n << " block_m=" << block_m
+                    << " seq=" << seq << " blk=" << blk << " len=" << len;
+                ++checked;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1500);
 }
 
 TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {

@@ -257,7 +257,13 @@ IDXPLAN_HD void store_key_bounds(const StepArgs& a, const ChunkGroup* groups, in
 // KV tiles of native schedule unit (seq, blk), the sequence's exact length
 // being `device_len` (as loaded); the kernel loads every unit's length before
 // it computes any. A row's length grows with the row, so the largest row end
-// of the unit's real rows is its last real row's.
+// of the unit's real rows is its last real row's. This is unit_tiles() of
+// the context and that row's decode_row_len(), with two steps fewer, as it
+// runs for every unit of every schedule block: the clamped length keeps the
+// last row's tokens in int32 (they lie in [seq_len - rows_per_seq + 1,
+// seq_len]), the row end never passes the context, and the context is
+// positive exactly when the length reaches the compression ratio.
+// tests/test_buffers.cpp holds it to the design's rule.
 IDXPLAN_HD int32_t native_unit_tiles(const StepArgs& a, int32_t seq, int32_t blk, int32_t device_len) {
   const ScheduleShape& s = a.schedule;
   const int32_t seq_len = clamp_seq_len(device_len, a.max_decode_seq_len);
@@ -268,10 +274,12 @@ IDXPLAN_HD int32_t native_unit_tiles(const StepArgs& a, int32_t seq, int32_t blk
   const int32_t real = a.num_real_decode_rows - seq * s.rows_per_seq - first_row;
   rows = rows < real ? rows : real;
   // Computed for every unit and then selected, so the device's units do not
-  // branch.
-  const int32_t last = decode_row_len(seq_len, s.rows_per_seq, first_row + rows - 1, a.by_compress_ratio);
-  const int32_t end = rows > 0 ? last : 0;
-  return unit_tiles(a.by_block_kv, a.by_compress_ratio.divide(seq_len), end);
+  // branch; a unit without rows takes its first row's tokens, unused.
+  const int32_t last = first_row + (rows > 0 ? rows : 1) - 1;
+  const int32_t tokens = seq_len - s.rows_per_seq + last + 1;
+  const int32_t end = a.by_compress_ratio.divide(rows > 0 && tokens > 0 ? tokens : 0);
+  const int32_t tiles = a.by_block_kv.divide_up(end);
+  return seq_len < a.by_compress_ratio.divisor() ? 0 : (tiles > 1 ? tiles : 1);
 }
 
 // KV tiles of flattened schedule unit (row, blk) whose row's compressed

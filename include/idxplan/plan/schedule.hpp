@@ -76,29 +76,30 @@ IDXPLAN_HD int32_t unit_tiles(const Divisor& block_kv, int32_t ctx, int32_t end)
 // tiles over the slots a unit does not already own, within max_tiles, unless
 // the largest unit would then need more than four slots per spare share.
 // A total past 2^31 (lengths far past max_model_len) takes a 64-bit
-// division; everything else is 32-bit, so on the device the first two
-// divisions overlap.
+// division after the rest; everything else is 32-bit and free of branches,
+// so on the device the share's two divisions run beside the total's.
 IDXPLAN_HD int32_t tiles_per_slice(const ScheduleShape& s, int64_t total, int32_t live,
                                    int32_t max_unit_tiles) {
   constexpr int64_t kInt32Max = 0x7FFFFFFF;
   const int32_t spare = s.num_ctas - live;
   const int32_t spare_slots = spare > 1 ? spare : 1;
-  int32_t per_slice = 0;
-  if (total < kInt32Max) {
-    per_slice = detail::ceil_div32(static_cast<int32_t>(total), spare_slots);
-  } else {
+  // With no spare slot the share is 0 or 1 (1 / live), which the floor of 1
+  // below makes 1, as for a spare of 0. Every share from 2^29 up gives the
+  // same floor (0 or 1); capped there, share * 4 and the rounding up fit
+  // uint32.
+  int32_t share = detail::div32(spare_slots, live > 1 ? live : 1);
+  share = share > 1 ? (share < (1 << 29) ? share : (1 << 29)) : 1;
+  const auto floor = static_cast<int32_t>(
+      detail::ceil_div_u32(static_cast<uint32_t>(max_unit_tiles), static_cast<uint32_t>(share) * 4u));
+  const bool narrow = total < kInt32Max;
+  int32_t per_slice = detail::ceil_div32(narrow ? static_cast<int32_t>(total) : 0, spare_slots);
+  if (!narrow) {
     // Past int32, any quotient is cut to max_tiles below anyway.
     const int64_t wide = detail::ceil_div(total, spare_slots);
     per_slice = static_cast<int32_t>(wide < kInt32Max ? wide : kInt32Max);
   }
   per_slice = per_slice > 1 ? per_slice : 1;
   per_slice = per_slice < s.max_tiles ? per_slice : s.max_tiles;
-  int32_t share = spare > 0 ? detail::div32(spare, live > 1 ? live : 1) : 0;
-  // Every share from 2^29 up gives the same floor (0 or 1); capped there,
-  // share * 4 and the rounding up fit uint32.
-  share = share > 1 ? (share < (1 << 29) ? share : (1 << 29)) : 1;
-  const auto floor = static_cast<int32_t>(
-      detail::ceil_div_u32(static_cast<uint32_t>(max_unit_tiles), static_cast<uint32_t>(share) * 4u));
   return per_slice > floor ? per_slice : floor;
 }
 

@@ -496,10 +496,11 @@ __device__ inline const ChunkGroup* stage_groups(const StepArgs& a, GroupWords& 
 // The step's kernel, built for the schedule's units a thread (kItems), or
 // with kItems = 0 for the warps' schedule: a kernel of its own, as the
 // blocks' path slowed by 0.05 us on the H200 with both in one.
-// On NVIDIA, ptxas held the 32-units variant to 128 registers and spilled
-// 12 bytes (scripts/device-resources); one block an SM lets it take the
-// registers it needs (163, no spill). The others ask for nothing (0: nvcc
-// then emits no minimum), which leaves their registers as they were.
+// On NVIDIA, ptxas once held the 32-units variant to 128 registers and
+// spilled 12 bytes (scripts/device-resources); one block an SM lets it take
+// the registers it needs (128 and no spill since native_unit_tiles lost two
+// steps). The others ask for nothing (0: nvcc then emits no minimum), which
+// leaves their registers as they were.
 template <int kItems>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
     prepare_step_kernel(const StepArgs a, const LaunchGrid grid) {

@@ -50,6 +50,17 @@ inline std::vector<Geometry> random_geometries() {
   big.max_num_batched_tokens = 16384;
   big.max_logits_mb = 64;
   out.push_back(make_geometry(big));
+  // Many heads and next_n 5: two row blocks of 3 rows a sequence, the
+  // second pulled back to rows 2-4, on enough CUs that a schedule passes a
+  // warp's units.
+  IndexerConfig pulled = deepseek_config();
+  pulled.max_num_seqs = 64;
+  pulled.max_num_batched_tokens = 4096;
+  pulled.max_model_len = 65536;
+  pulled.max_logits_mb = 1;
+  pulled.num_speculative_tokens = 4;
+  pulled.num_compute_units = 16;
+  out.push_back(make_geometry(pulled));
   return out;
 }
 

@@ -74,6 +74,9 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
   const int steps = env_steps(2000);
   int scheduled = 0, small = 0, native = 0, one_row = 0, ragged = 0, padded = 0, always = 0, copied = 0,
       chunked = 0, gathers = 0, zero_rows = 0, keyed = 0;
+  // Native schedules by path (the warps' or the blocks') and by whether a
+  // sequence is one unit (row_blocks 1), which both paths take apart.
+  int native_kinds[2][2] = {};
   for (int i = 0; i < steps; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
     // One step in eight is full of requests with no rows; one in three asks
@@ -89,6 +92,9 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
     const DecodePlan& d = plan_.decode;
     scheduled += d.schedule.present();
     small += d.schedule.present() && device::detail::small_schedule(d.schedule);
+    if (d.schedule.present() && d.schedule.native) {
+      ++native_kinds[device::detail::small_schedule(d.schedule)][d.schedule.row_blocks == 1];
+    }
     native += d.native.present();
     one_row += d.rows_are_requests;
     ragged += d.ragged();
@@ -105,6 +111,14 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
               "%d full of empty requests, %d writing key bounds\n",
               steps, scheduled, small, native, one_row, ragged, padded, always, copied, chunked, gathers,
               zero_rows, keyed);
+  std::printf("native schedules by the blocks: %d of several row blocks a sequence, %d of one; by one warp: %d, %d\n",
+              native_kinds[0][0], native_kinds[0][1], native_kinds[1][0], native_kinds[1][1]);
+  if (steps >= 1000) {  // the default mix meets every kind; a short run (a sanitizer's) need not
+    for (const auto& by_path : native_kinds) {
+      EXPECT_GT(by_path[0], 0);
+      EXPECT_GT(by_path[1], 0);
+    }
+  }
 }
 
 TEST_F(PrepareStep, MatchesTheReferenceOnFourThousandDecodeRows) {

@@ -3,11 +3,13 @@
 #include "idxplan/plan/step.hpp"
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "random_step.hpp"
 #include "test_support.hpp"
 
 namespace idxplan {
@@ -217,6 +219,47 @@ TEST(PlanStep, RejectsMalformedSteps) {
   for (std::size_t i = 0; i < qsl.size(); ++i) qsl[i] = static_cast<int32_t>(i);
   EXPECT_NE(step_error(g, qsl, many).find("1025 requests, past max_num_seqs=1024"),
             std::string::npos);
+}
+
+// check_step finds every fault in one pass, then names the first request's
+// first fault, as a walk that stops at it would.
+TEST(PlanStep, NamesTheFirstFaultOfSeveral) {
+  const Geometry g = make_geometry(deepseek_config());
+  EXPECT_NE(step_error(g, Words{0, 1, 2, 1, 9}, Words{5, -5, 5, 1}).find("seq_lens_upper_bound[1]=-5 is negative"),
+            std::string::npos);
+  EXPECT_NE(step_error(g, Words{0, 1, 2, 1, 9}, Words{5, 5, 5, 1}).find("decreases at request 2"),
+            std::string::npos);
+  EXPECT_NE(step_error(g, Words{0, 1, 2, 3, 9}, Words{5, 5, 5, 1})
+                .find("seq_lens_upper_bound[3]=1 is below request 3's query length 6"),
+            std::string::npos);
+}
+
+// plan_step's one pass splits the step and finds native decodes as the
+// rules' own walks do (split_decodes_and_prefills, native_decode).
+TEST(PlanStep, SplitsAndFindsNativeDecodesAsTheRulesWalks) {
+  std::mt19937_64 rng(11);
+  int native = 0, mixed = 0;
+  for (const Geometry& g : test::random_geometries()) {
+    for (int i = 0; i < 400; ++i) {
+      const test::RandomStep s = test::random_step(g, rng);
+      const StepPlan plan = plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens);
+      const BatchSplit split = split_decodes_and_prefills(s.query_start_loc, plan.num_tokens, g.decode_threshold());
+      ASSERT_EQ(plan.num_decodes, split.num_decodes) << "step " << i;
+      ASSERT_EQ(plan.num_decode_tokens, split.num_decode_tokens) << "step " << i;
+      ASSERT_EQ(plan.num_prefills, split.num_prefills) << "step " << i;
+      ASSERT_EQ(plan.num_prefill_tokens, split.num_prefill_tokens) << "step " << i;
+      if (split.num_decodes > 0) {
+        const NativeDecode want =
+            native_decode(s.query_start_loc, split.num_decodes, split.num_decode_tokens, g.native_next_n());
+        ASSERT_EQ(plan.decode.native.next_n, want.next_n) << "step " << i;
+        ASSERT_EQ(plan.decode.native.num_seqs, want.num_seqs) << "step " << i;
+      }
+      native += plan.decode.native.present();
+      mixed += plan.num_decodes > 0 && plan.num_prefills > 0;
+    }
+  }
+  EXPECT_GT(native, 100);
+  EXPECT_GT(mixed, 100);
 }
 
 TEST(PlanStep, RejectsMoreDecodeRowsThanTheBuffersHold) {

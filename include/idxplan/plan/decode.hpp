@@ -20,18 +20,32 @@ namespace idxplan {
 // keep their next_n rows with no context. Only the step's shape decides, so a
 // graph captured on a uniform batch replays the same launch on a padded one.
 template <class Qsl>
+constexpr NativeDecode native_decode_from(const Qsl& query_start_loc, int32_t num_decodes, int32_t num_rows,
+                                          int32_t next_n, int32_t first_other);
+
+template <class Qsl>
 constexpr NativeDecode native_decode(const Qsl& query_start_loc, int32_t num_decodes,
                                      int32_t num_rows, int32_t next_n) {
-  if (next_n <= 1 || int64_t{num_rows} != int64_t{num_decodes} * next_n) return {};
   int32_t r = 0;
   while (r < num_decodes && detail::at(query_start_loc, static_cast<std::size_t>(r) + 1) -
                                     detail::at(query_start_loc, static_cast<std::size_t>(r)) ==
                                 next_n) {
     ++r;
   }
+  return native_decode_from(query_start_loc, num_decodes, num_rows, next_n, r);
+}
+
+// The same when the first request with other than next_n rows is known:
+// `first_other` is it, or any index from num_decodes on when no decode has
+// other than next_n rows (plan_step finds it in its one pass over the step).
+template <class Qsl>
+constexpr NativeDecode native_decode_from(const Qsl& query_start_loc, int32_t num_decodes, int32_t num_rows,
+                                          int32_t next_n, int32_t first_other) {
+  if (next_n <= 1 || int64_t{num_rows} != int64_t{num_decodes} * next_n) return {};
+  const int32_t full = first_other < num_decodes ? first_other : num_decodes;
   // Everything after the full requests must be empty padding.
   if (detail::at(query_start_loc, static_cast<std::size_t>(num_decodes)) !=
-      detail::at(query_start_loc, static_cast<std::size_t>(r))) {
+      detail::at(query_start_loc, static_cast<std::size_t>(full))) {
     return {};
   }
   return NativeDecode{next_n, num_decodes};

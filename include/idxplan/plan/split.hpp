@@ -31,17 +31,28 @@ struct BatchSplit {
 // every request decodes, the padding belongs to the decodes; otherwise to the
 // prefills.
 template <class Qsl>
+constexpr BatchSplit split_at(const Qsl& query_start_loc, int64_t num_tokens, std::size_t first_prefill);
+
+template <class Qsl>
 constexpr BatchSplit split_decodes_and_prefills(const Qsl& query_start_loc, int64_t num_tokens,
                                                 int32_t threshold) {
-  BatchSplit split;
   const std::size_t num_reqs = query_start_loc.size() == 0 ? 0 : query_start_loc.size() - 1;
-  if (num_reqs == 0 || num_tokens == 0) return split;
   std::size_t first_prefill = 0;
   while (first_prefill < num_reqs &&
          detail::at(query_start_loc, first_prefill + 1) - detail::at(query_start_loc, first_prefill) <=
              threshold) {
     ++first_prefill;
   }
+  return split_at(query_start_loc, num_tokens, first_prefill);
+}
+
+// The same split when the first prefill is known (plan_step finds it in its
+// one pass over the step): requests [0, first_prefill) decode.
+template <class Qsl>
+constexpr BatchSplit split_at(const Qsl& query_start_loc, int64_t num_tokens, std::size_t first_prefill) {
+  BatchSplit split;
+  const std::size_t num_reqs = query_start_loc.size() == 0 ? 0 : query_start_loc.size() - 1;
+  if (num_reqs == 0 || num_tokens == 0) return split;
   split.num_decodes = static_cast<int32_t>(first_prefill);
   split.num_prefills = static_cast<int32_t>(num_reqs - first_prefill);
   split.num_decode_tokens =

@@ -13,31 +13,10 @@
 
 namespace idxplan {
 
-// The decode rows as next_n-row sequences, or flattened (next_n == 0) when a
-// request has other than next_n rows. `query_start_loc` covers at least the
-// num_decodes + 1 decode offsets; `num_rows` is the decode tokens, graph
-// padding included. Trailing requests with no rows are cudagraph padding and
-// keep their next_n rows with no context. Only the step's shape decides, so a
-// graph captured on a uniform batch replays the same launch on a padded one.
-template <class Qsl>
-constexpr NativeDecode native_decode_from(const Qsl& query_start_loc, int32_t num_decodes, int32_t num_rows,
-                                          int32_t next_n, int32_t first_other);
-
-template <class Qsl>
-constexpr NativeDecode native_decode(const Qsl& query_start_loc, int32_t num_decodes,
-                                     int32_t num_rows, int32_t next_n) {
-  int32_t r = 0;
-  while (r < num_decodes && detail::at(query_start_loc, static_cast<std::size_t>(r) + 1) -
-                                    detail::at(query_start_loc, static_cast<std::size_t>(r)) ==
-                                next_n) {
-    ++r;
-  }
-  return native_decode_from(query_start_loc, num_decodes, num_rows, next_n, r);
-}
-
-// The same when the first request with other than next_n rows is known:
-// `first_other` is it, or any index from num_decodes on when no decode has
-// other than next_n rows (plan_step finds it in its one pass over the step).
+// native_decode (below) when the first request with other than next_n rows
+// is known: `first_other` is it, or any index from num_decodes on when no
+// decode has other than next_n rows (plan_step finds it in its one pass over
+// the step).
 template <class Qsl>
 constexpr NativeDecode native_decode_from(const Qsl& query_start_loc, int32_t num_decodes, int32_t num_rows,
                                           int32_t next_n, int32_t first_other) {
@@ -49,6 +28,24 @@ constexpr NativeDecode native_decode_from(const Qsl& query_start_loc, int32_t nu
     return {};
   }
   return NativeDecode{next_n, num_decodes};
+}
+
+// The decode rows as next_n-row sequences, or flattened (next_n == 0) when a
+// request has other than next_n rows. `query_start_loc` covers at least the
+// num_decodes + 1 decode offsets; `num_rows` is the decode tokens, graph
+// padding included. Trailing requests with no rows are cudagraph padding and
+// keep their next_n rows with no context. Only the step's shape decides, so a
+// graph captured on a uniform batch replays the same launch on a padded one.
+template <class Qsl>
+constexpr NativeDecode native_decode(const Qsl& query_start_loc, int32_t num_decodes,
+                                     int32_t num_rows, int32_t next_n) {
+  int32_t r = 0;
+  while (r < num_decodes && detail::at(query_start_loc, static_cast<std::size_t>(r) + 1) -
+                                    detail::at(query_start_loc, static_cast<std::size_t>(r)) ==
+                                next_n) {
+    ++r;
+  }
+  return native_decode_from(query_start_loc, num_decodes, num_rows, next_n, r);
 }
 
 // Whether flattened decode row i is request i's for every row: the first

@@ -25,29 +25,9 @@ struct BatchSplit {
   }
 };
 
-// Decodes are the leading requests with at most `threshold` query rows; every
-// request from the first longer one on is a prefill. `query_start_loc` has
-// num_reqs + 1 entries; `num_tokens` counts graph padding past its end. When
-// every request decodes, the padding belongs to the decodes; otherwise to the
-// prefills.
-template <class Qsl>
-constexpr BatchSplit split_at(const Qsl& query_start_loc, int64_t num_tokens, std::size_t first_prefill);
-
-template <class Qsl>
-constexpr BatchSplit split_decodes_and_prefills(const Qsl& query_start_loc, int64_t num_tokens,
-                                                int32_t threshold) {
-  const std::size_t num_reqs = query_start_loc.size() == 0 ? 0 : query_start_loc.size() - 1;
-  std::size_t first_prefill = 0;
-  while (first_prefill < num_reqs &&
-         detail::at(query_start_loc, first_prefill + 1) - detail::at(query_start_loc, first_prefill) <=
-             threshold) {
-    ++first_prefill;
-  }
-  return split_at(query_start_loc, num_tokens, first_prefill);
-}
-
-// The same split when the first prefill is known (plan_step finds it in its
-// one pass over the step): requests [0, first_prefill) decode.
+// The split of split_decodes_and_prefills (below) when the first prefill is
+// known (plan_step finds it in its one pass over the step): requests
+// [0, first_prefill) decode.
 template <class Qsl>
 constexpr BatchSplit split_at(const Qsl& query_start_loc, int64_t num_tokens, std::size_t first_prefill) {
   BatchSplit split;
@@ -61,6 +41,24 @@ constexpr BatchSplit split_at(const Qsl& query_start_loc, int64_t num_tokens, st
           : static_cast<int32_t>(detail::at(query_start_loc, first_prefill));
   split.num_prefill_tokens = static_cast<int32_t>(num_tokens) - split.num_decode_tokens;
   return split;
+}
+
+// Decodes are the leading requests with at most `threshold` query rows; every
+// request from the first longer one on is a prefill. `query_start_loc` has
+// num_reqs + 1 entries; `num_tokens` counts graph padding past its end. When
+// every request decodes, the padding belongs to the decodes; otherwise to the
+// prefills.
+template <class Qsl>
+constexpr BatchSplit split_decodes_and_prefills(const Qsl& query_start_loc, int64_t num_tokens,
+                                                int32_t threshold) {
+  const std::size_t num_reqs = query_start_loc.size() == 0 ? 0 : query_start_loc.size() - 1;
+  std::size_t first_prefill = 0;
+  while (first_prefill < num_reqs &&
+         detail::at(query_start_loc, first_prefill + 1) - detail::at(query_start_loc, first_prefill) <=
+             threshold) {
+    ++first_prefill;
+  }
+  return split_at(query_start_loc, num_tokens, first_prefill);
 }
 
 // Rows of fp32 logits `width` columns wide that fit the budget; at least one.

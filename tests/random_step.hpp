@@ -29,11 +29,15 @@ struct RandomStep {
 // CUs so schedules exist on small steps, and the DeepSeek sizes.
 inline std::vector<Geometry> random_geometries() {
   std::vector<Geometry> out;
-  IndexerConfig c = deepseek_config();
-  c.max_num_seqs = 64;
-  c.max_num_batched_tokens = 4096;
-  c.max_model_len = 65536;
-  c.max_logits_mb = 1;
+  const auto small_budgets = [] {
+    IndexerConfig small = deepseek_config();
+    small.max_num_seqs = 64;
+    small.max_num_batched_tokens = 4096;
+    small.max_model_len = 65536;
+    small.max_logits_mb = 1;
+    return small;
+  };
+  IndexerConfig c = small_budgets();
   c.candidate_topk_blocks = 64;  // 512 candidate columns: gathers from 768 columns
   c.num_compute_units = 4;
   out.push_back(make_geometry(c));
@@ -53,11 +57,7 @@ inline std::vector<Geometry> random_geometries() {
   // Many heads and next_n 5: two row blocks of 3 rows a sequence, the
   // second pulled back to rows 2-4, on enough CUs that a schedule passes a
   // warp's units.
-  IndexerConfig pulled = deepseek_config();
-  pulled.max_num_seqs = 64;
-  pulled.max_num_batched_tokens = 4096;
-  pulled.max_model_len = 65536;
-  pulled.max_logits_mb = 1;
+  IndexerConfig pulled = small_budgets();
   pulled.num_speculative_tokens = 4;
   pulled.num_compute_units = 16;
   out.push_back(make_geometry(pulled));

@@ -139,6 +139,15 @@ TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
   EXPECT_THROW(check_step_args(a), StepError);
   a.by_block_kv = Divisor(64);
   EXPECT_NO_THROW(check_step_args(a));
+  a.candidate_block_size = 64;  // by_candidate_block still divides by 1
+  try {
+    check_step_args(a);
+    FAIL() << "a StepArgs dividing by 1 for candidate_block_size=64 was taken";
+  } catch (const StepError& e) {
+    EXPECT_NE(std::string(e.what()).find("candidate_block_size=64"), std::string::npos) << e.what();
+  }
+  a.by_candidate_block = Divisor(64);
+  EXPECT_NO_THROW(check_step_args(a));
 }
 
 TEST(FillStepBuffers, WritesANativeStepAndItsSchedule) {

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -75,6 +77,29 @@ TEST(BlockEnd, IsDefinedForAnyBlockSize) {
   EXPECT_EQ(block_end(kMax, kMax), 1);
   EXPECT_EQ(block_end(kMax, 8), kMax / 8 + 1);
   EXPECT_EQ(block_end(kMax, 1), kMax);
+}
+
+TEST(BlockEnd, TakesTheSameValueFromADivisor) {
+  // The device's form (a multiply) against the rule, for sizes and row ends
+  // across int32, negative row ends included.
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  std::mt19937 rng(11);
+  std::vector<int32_t> sizes{1, 2, 3, 7, 8, 64, 127, 128, 1000, 65535, 65536, kMax / 2, kMax - 1, kMax};
+  for (int i = 0; i < 50; ++i) sizes.push_back(std::uniform_int_distribution<int32_t>(1, kMax)(rng));
+  int checked = 0;
+  for (const int32_t size : sizes) {
+    const Divisor by_size(size);
+    std::vector<int64_t> ends{std::numeric_limits<int32_t>::min(), -1, 0, 1, size - 1, size, int64_t{size} + 1,
+                              2 * int64_t{size} - 1, 2 * int64_t{size}, kMax - 1, kMax};
+    for (int k = 0; k < 200; ++k) ends.push_back(std::uniform_int_distribution<int32_t>(0, kMax)(rng));
+    for (const int64_t wide : ends) {
+      if (wide > kMax) continue;
+      const auto end = static_cast<int32_t>(wide);
+      ASSERT_EQ(block_end(end, by_size), block_end(end, size)) << "row_end=" << end << " size=" << size;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10000);
 }
 
 }  // namespace

@@ -410,7 +410,7 @@ __device__ inline void write_decode_rows(const StepArgs& a, int64_t start, int64
       const int32_t len =
           request ? decode_row_len(seq_len, rows.query_len, row - rows.first, a.by_compress_ratio) : 0;
       a.out.decode_row_lens.data[row] = len;
-      if (a.candidate_block_size > 0) a.out.decode_block_ends.data[row] = block_end(len, a.candidate_block_size);
+      if (a.candidate_block_size > 0) a.out.decode_block_ends.data[row] = block_end(len, a.by_candidate_block);
     }
   }
 }
@@ -563,7 +563,7 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
         const int32_t end = prefill_row_end_at(a, groups, static_cast<int32_t>(t));
         a.out.prefill_row_ends.data[t - a.num_decode_tokens] = end;
         if (a.candidate_block_size > 0) {
-          a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+          a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.by_candidate_block);
         }
       }
       break;

@@ -43,6 +43,7 @@ struct StepArgs {
   Divisor by_block_kv{};             // row_blocks, as multiplies (the host computes
   Divisor by_row_blocks{};           // them)
   int32_t candidate_block_size = 0;  // 0: no block ends
+  Divisor by_candidate_block{};      // candidate_block_size, or 1 without block ends
   int32_t num_reqs = 0;
   int32_t num_decodes = 0;
   int32_t num_decode_rows = 0;  // decode tokens when the step has decodes, else 0
@@ -84,6 +85,7 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   a.by_block_kv = Divisor(plan.decode.schedule.present() ? plan.decode.schedule.block_kv : 1);
   a.by_row_blocks = Divisor(plan.decode.schedule.present() ? plan.decode.schedule.row_blocks : 1);
   a.candidate_block_size = g.config().candidate_block_size;
+  a.by_candidate_block = Divisor(a.candidate_block_size > 0 ? a.candidate_block_size : 1);
   a.num_reqs = plan.num_reqs;
   a.num_decodes = plan.num_decodes;
   a.num_decode_rows = plan.decode.num_rows;
@@ -120,12 +122,14 @@ inline void check_step_args(const StepArgs& a) {
   const bool schedule = a.schedule.present();
   if (a.by_compress_ratio.divisor() != a.compress_ratio ||
       (schedule && (a.by_block_kv.divisor() != a.schedule.block_kv ||
-                    a.by_row_blocks.divisor() != a.schedule.row_blocks))) {
+                    a.by_row_blocks.divisor() != a.schedule.row_blocks)) ||
+      (a.candidate_block_size > 0 && a.by_candidate_block.divisor() != a.candidate_block_size)) {
     throw StepError(fmt::format(
-        "StepArgs: the divisors ({}, {}, {}) are not compress_ratio={}, schedule block_kv={} and "
-        "row_blocks={}; build StepArgs with make_step_args",
+        "StepArgs: the divisors ({}, {}, {}, {}) are not compress_ratio={}, schedule block_kv={}, "
+        "row_blocks={} and candidate_block_size={}; build StepArgs with make_step_args",
         a.by_compress_ratio.divisor(), a.by_block_kv.divisor(), a.by_row_blocks.divisor(),
-        a.compress_ratio, a.schedule.block_kv, a.schedule.row_blocks));
+        a.by_candidate_block.divisor(), a.compress_ratio, a.schedule.block_kv, a.schedule.row_blocks,
+        a.candidate_block_size));
   }
 }
 
@@ -325,7 +329,7 @@ inline void fill_step_launch(const StepArgs& a) {
     const int32_t end = prefill_row_end_at(a, a.groups, t);
     a.out.prefill_row_ends.data[t - a.num_decode_tokens] = end;
     if (a.candidate_block_size > 0) {
-      a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.candidate_block_size);
+      a.out.prefill_block_ends.data[t - a.num_decode_tokens] = block_end(end, a.by_candidate_block);
     }
   }
   if (writes_key_bounds(a)) {
@@ -344,7 +348,7 @@ inline void fill_step_launch(const StepArgs& a) {
   for (int32_t i = 0; i < a.num_decode_rows; ++i) {
     const int32_t len = decode_row_len_at(a, i);
     a.out.decode_row_lens.data[i] = len;
-    if (a.candidate_block_size > 0) a.out.decode_block_ends.data[i] = block_end(len, a.candidate_block_size);
+    if (a.candidate_block_size > 0) a.out.decode_block_ends.data[i] = block_end(len, a.by_candidate_block);
     if (a.num_block_cols == 0) continue;  // the table is not written this step
     const int32_t r = decode_row_request(a, i);
     int32_t* row = a.out.decode_block_table.data + int64_t{i} * a.out.decode_block_table_stride;

@@ -53,4 +53,11 @@ IDXPLAN_HD int32_t block_end(int32_t row_end, int32_t candidate_block_size) {
   return row_end - whole * candidate_block_size > 0 ? whole + 1 : whole;
 }
 
+// The same, the size as a Divisor: a multiply where the device writes a
+// block end a row (a division there took 0.27 us of a small step's decode
+// rows on the H200).
+IDXPLAN_HD int32_t block_end(int32_t row_end, const Divisor& candidate_block_size) {
+  return candidate_block_size.divide_up(row_end > 0 ? row_end : 0);
+}
+
 }  // namespace idxplan

@@ -54,8 +54,8 @@ IDXPLAN_HD int32_t block_end(int32_t row_end, int32_t candidate_block_size) {
 }
 
 // The same, the size as a Divisor: a multiply where the device writes a
-// block end a row (a division there took 0.27 us of a small step's decode
-// rows on the H200).
+// block end a row (the division cost the launch without its schedule 0.13
+// us on the H200, 1.58 -> 1.45 at 4 sequences).
 IDXPLAN_HD int32_t block_end(int32_t row_end, const Divisor& candidate_block_size) {
   return candidate_block_size.divide_up(row_end > 0 ? row_end : 0);
 }

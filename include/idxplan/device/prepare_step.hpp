@@ -497,12 +497,14 @@ __device__ inline const ChunkGroup* stage_groups(const StepArgs& a, GroupWords& 
 // with kItems = 0 for the warps' schedule: a kernel of its own, as the
 // blocks' path slowed by 0.05 us on the H200 with both in one.
 // On NVIDIA, ptxas once held the 32-units variant to 128 registers and
-// spilled 12 bytes (scripts/device-resources); one block an SM lets it take
-// the registers it needs (128 and no spill since native_unit_tiles lost two
-// steps). The others ask for nothing (0: nvcc then emits no minimum), which
-// leaves their registers as they were.
+// spilled 12 bytes (scripts/device-resources), so it asked for one block an
+// SM, and took 128 with no spill once native_unit_tiles lost two steps.
+// With block ends as a multiply it took 130, which halved the warps an SM
+// holds; two blocks an SM hold it to 126, with no spill. The others ask for
+// nothing (0: nvcc then emits no minimum), which leaves their registers as
+// they were.
 template <int kItems>
-__global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 1 : 0)
+__global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
     prepare_step_kernel(const StepArgs a, const LaunchGrid grid) {
   __shared__ GroupWords group_words;
   extern __shared__ int32_t first[];  // shared_bytes(): the schedule's scan

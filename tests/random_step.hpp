@@ -64,6 +64,13 @@ inline std::vector<Geometry> random_geometries() {
   return out;
 }
 
+// Distinct page ids, cheaply: a scrambled index, so a wrong row or column shows.
+inline void scramble_table(std::vector<int32_t>& table, uint32_t salt) {
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    table[i] = static_cast<int32_t>((static_cast<uint32_t>(i) * 2654435761u ^ salt) >> 1);
+  }
+}
+
 // A random step that is valid for `g`. One in sixteen has every length under
 // C tokens where its queries allow, so its compressed lengths are 0, as in
 // graph capture.
@@ -128,11 +135,32 @@ inline RandomStep random_step(const Geometry& g, std::mt19937_64& rng) {
   // An engine's table may be wider than the geometry's, and unaligned.
   s.table_stride = g.max_blocks_per_seq() + static_cast<int32_t>(uniform(0, 1) * uniform(1, 5));
   s.block_table.resize(static_cast<std::size_t>(reqs * s.table_stride));
-  // Distinct page ids, cheaply: a scrambled index, so a wrong row or column shows.
-  const auto salt = static_cast<uint32_t>(rng());
-  for (std::size_t i = 0; i < s.block_table.size(); ++i) {
-    s.block_table[i] = static_cast<int32_t>((static_cast<uint32_t>(i) * 2654435761u ^ salt) >> 1);
+  scramble_table(s.block_table, static_cast<uint32_t>(rng()));
+  return s;
+}
+
+// A decode step of 1 to max_num_seqs requests of decode_threshold rows
+// each (native where the geometry has native decodes, else ragged, which
+// copies the table), their exact lengths under their bounds one time in
+// four: the big schedules random_step seldom draws.
+inline RandomStep full_decode_step(const Geometry& g, std::mt19937_64& rng) {
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  const int32_t rows = g.decode_threshold();
+  const int64_t reqs = uniform(1, g.config().max_num_seqs);
+  RandomStep s;
+  s.query_start_loc.push_back(0);
+  for (int64_t r = 0; r < reqs; ++r) {
+    s.query_start_loc.push_back(s.query_start_loc.back() + rows);
+    const auto bound = static_cast<int32_t>(uniform(rows, g.config().max_model_len));
+    s.seq_lens_upper_bound.push_back(bound);
+    s.seq_lens.push_back(uniform(0, 3) == 0 ? static_cast<int32_t>(uniform(rows, bound)) : bound);
   }
+  s.num_tokens = s.query_start_loc.back();
+  s.table_stride = g.max_blocks_per_seq();
+  s.block_table.resize(static_cast<std::size_t>(reqs * s.table_stride));
+  scramble_table(s.block_table, 0);
   return s;
 }
 

@@ -122,35 +122,9 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
   }
 }
 
-// A decode step of 1 to max_num_seqs requests of decode_threshold rows
-// each (native where the geometry has native decodes, else ragged, which
-// copies the table), their exact lengths under their bounds one time in
-// four.
-test::RandomStep full_decode_step(const Geometry& g, std::mt19937_64& rng) {
-  const auto uniform = [&rng](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  const int32_t rows = g.decode_threshold();
-  const int64_t reqs = uniform(1, g.config().max_num_seqs);
-  test::RandomStep s;
-  s.query_start_loc.push_back(0);
-  for (int64_t r = 0; r < reqs; ++r) {
-    s.query_start_loc.push_back(s.query_start_loc.back() + rows);
-    const auto bound = static_cast<int32_t>(uniform(rows, g.config().max_model_len));
-    s.seq_lens_upper_bound.push_back(bound);
-    s.seq_lens.push_back(uniform(0, 3) == 0 ? static_cast<int32_t>(uniform(rows, bound)) : bound);
-  }
-  s.num_tokens = s.query_start_loc.back();
-  s.table_stride = g.max_blocks_per_seq();
-  s.block_table.resize(static_cast<std::size_t>(reqs * s.table_stride));
-  for (std::size_t i = 0; i < s.block_table.size(); ++i) {  // distinct ids, so a wrong row or column shows
-    s.block_table[i] = static_cast<int32_t>((static_cast<uint32_t>(i) * 2654435761u) >> 1);
-  }
-  return s;
-}
-
 // Decode steps of up to 4,096 requests, on geometries whose schedules reach
 // every kernel the launch picks: the warps' (0 units a thread below), and
-// 1 to 32 units a thread of the blocks'. random_step's steps seldom have
-// more than 256 units.
+// 1 to 32 units a thread of the blocks'.
 TEST_F(PrepareStep, MatchesTheReferenceOnRandomBigSteps) {
   IndexerConfig c = test::deepseek_config();
   c.max_num_seqs = 4096;
@@ -174,7 +148,7 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomBigSteps) {
   for (int i = 0; i < steps; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
     const test::RandomStep s =
-        i % 2 == 0 ? full_decode_step(geometries[k], rng) : test::random_step(geometries[k], rng);
+        i % 2 == 0 ? test::full_decode_step(geometries[k], rng) : test::random_step(geometries[k], rng);
     const std::string diff = run(geometries[k], buffers[k], host[k], s.query_start_loc, s.seq_lens,
                                  s.seq_lens_upper_bound, s.num_tokens, s.block_table, s.table_stride);
     ASSERT_EQ(diff, "") << "step " << i << " on geometry " << k;

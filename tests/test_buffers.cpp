@@ -132,8 +132,12 @@ TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
   a.schedule.num_ctas = 8;
   a.schedule.block_kv = 64;
   a.schedule.row_blocks = 1;
+  a.schedule.work = 2;
   EXPECT_THROW(check_step_args(a), StepError);
   a.by_block_kv = Divisor(64);
+  // all_live still divides by 1 and 1: the schedule's are 6 and 3.
+  EXPECT_NE(error().find("spare=6 and share=3"), std::string::npos) << error();
+  a.all_live = slice_divisors(a.schedule);
   EXPECT_NO_THROW(check_step_args(a));
   a.candidate_block_size = 64;  // by_candidate_block still divides by 1
   EXPECT_NE(error().find("candidate_block_size=64"), std::string::npos) << error();

@@ -98,12 +98,19 @@ TEST(TilesPerSlice, SpreadsTilesOverTheSpareSlots) {
   ScheduleShape s;
   s.num_ctas = 8;
   s.max_tiles = 32;
+  s.work = 3;
   // 6 tiles over 5 spare slots: 2 a slice; the largest unit's 4 tiles need 1.
-  EXPECT_EQ(tiles_per_slice(s, 6, 3, 4), 2);
+  EXPECT_EQ(tiles_per_slice(s, slice_divisors(s), 6, 3, 4), 2);
   // Within max_tiles, unless the largest unit needs more than 4 slots a share.
   s.max_tiles = 1;
-  EXPECT_EQ(tiles_per_slice(s, 600, 4, 400), 100);
-  EXPECT_EQ(tiles_per_slice(s, 0, 0, 0), 1);
+  s.work = 4;
+  EXPECT_EQ(tiles_per_slice(s, slice_divisors(s), 600, 4, 400), 100);
+  EXPECT_EQ(tiles_per_slice(s, slice_divisors(s), 0, 0, 0), 1);
+  // 9 tiles over the 4 spare slots of 4 live units: 3 a slice; with one of
+  // the 4 units without tiles, over 5 spare slots: 2.
+  s.max_tiles = 32;
+  EXPECT_EQ(tiles_per_slice(s, slice_divisors(s), 9, 4, 4), 3);
+  EXPECT_EQ(tiles_per_slice(s, slice_divisors(s), 9, 3, 4), 2);
 }
 
 // docs/design.md section 6's rule, in int64 throughout.
@@ -117,7 +124,8 @@ int64_t plain_tiles_per_slice(int64_t num_ctas, int64_t max_tiles, int64_t total
 }
 
 // The 32-bit arithmetic (and the cap on the share) gives the rule's value
-// for every operand a schedule can meet, and for totals past int32.
+// for every operand a schedule can meet, and for totals past int32, both
+// with the host's divisors (every unit live) and with the divisions.
 TEST(TilesPerSlice, IsTheRuleInInt64) {
   std::mt19937_64 rng(5);
   const auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
@@ -129,14 +137,16 @@ TEST(TilesPerSlice, IsTheRuleInInt64) {
     const auto value = [&](int64_t hi) { return edge ? std::min(edges[pick(0, 12)], hi) : pick(0, hi); };
     s.num_ctas = static_cast<int32_t>(std::max<int64_t>(value((int64_t{1} << 31) - 1), 1));
     s.max_tiles = static_cast<int32_t>(std::max<int64_t>(value((int64_t{1} << 31) - 1), 1));
-    const auto live = static_cast<int32_t>(value(s.num_ctas));
+    s.work = static_cast<int32_t>(value(s.num_ctas));
+    // Every unit live (the divisors' path) half the time.
+    const auto live = pick(0, 1) == 0 ? s.work : static_cast<int32_t>(value(s.work));
     const auto max_unit_tiles = static_cast<int32_t>(value((int64_t{1} << 31) - 1));
     // A total of live units of at most max_unit_tiles each.
     const int64_t total = live == 0 || max_unit_tiles == 0 ? 0 : pick(max_unit_tiles, int64_t{live} * max_unit_tiles);
-    ASSERT_EQ(tiles_per_slice(s, total, live, max_unit_tiles),
+    ASSERT_EQ(tiles_per_slice(s, slice_divisors(s), total, live, max_unit_tiles),
               plain_tiles_per_slice(s.num_ctas, s.max_tiles, total, live, max_unit_tiles))
-        << "num_ctas=" << s.num_ctas << " max_tiles=" << s.max_tiles << " total=" << total << " live=" << live
-        << " max_unit_tiles=" << max_unit_tiles;
+        << "num_ctas=" << s.num_ctas << " work=" << s.work << " max_tiles=" << s.max_tiles << " total=" << total
+        << " live=" << live << " max_unit_tiles=" << max_unit_tiles;
   }
 }
 

@@ -261,7 +261,7 @@ __device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, in
   const int32_t len = real ? a.in.seq_lens[seq] : 0;
   const int32_t tiles = real ? native_unit_tiles(a, seq, blk, len) : 0;
   const TileStats all = Primitives::warp_all_reduce(TileStats::of(tiles), temp);
-  const int32_t slices = unit_slices(tiles, tiles_per_slice(s, all.total, all.live, all.max_tiles));
+  const int32_t slices = unit_slices(tiles, tiles_per_slice(s, a.all_live, all.total, all.live, all.max_tiles));
   int32_t unit_first = 0;
   int32_t end = 0;
   Primitives::warp_exclusive_sum(slices, unit_first, end, temp);
@@ -325,7 +325,7 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
 #pragma unroll
   for (int k = 0; k < kItems; ++k) mine = TileStats{}(mine, TileStats::of(tiles[k]));  // an absent unit adds nothing
   const TileStats all = Primitives::all_reduce(mine, temp);
-  const int32_t per_slice = tiles_per_slice(s, all.total, all.live, all.max_tiles);
+  const int32_t per_slice = tiles_per_slice(s, a.all_live, all.total, all.live, all.max_tiles);
 
   int32_t slices[kItems];
 #pragma unroll

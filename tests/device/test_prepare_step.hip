@@ -44,11 +44,17 @@ class PrepareStep : public ::testing::Test {
                   const Words& table, int32_t stride, bool always_write_table = false,
                   bool key_bounds = false) {
     plan_step(g, qsl, upper, num_tokens, plan_);
-    const test::DeviceInputs in(qsl, lens, table, stride);
+    // The device lengths lens_offset_ words into their array.
+    Words shifted(static_cast<std::size_t>(lens_offset_), -1);
+    shifted.insert(shifted.end(), lens.begin(), lens.end());
+    const test::DeviceInputs in(qsl, shifted, table, stride);
+    StepInputs inputs = in.inputs();
+    inputs.seq_lens += lens_offset_;
+    inputs.num_seq_lens -= lens_offset_;
     const StepOutputs out = buffers.outputs(always_write_table, key_bounds);
     const auto extents = test::step_extents(plan_, host, out, buffers.sizes());
     test::poison(extents, stream_);
-    device::enqueue(g, plan_, in.inputs(), out, stream_);
+    device::enqueue(g, plan_, inputs, out, stream_);
     device::check(device::rt::stream_synchronize(stream_), "stream_synchronize");
     test::fill_reference(g, plan_, qsl, lens, table, stride, host, always_write_table, key_bounds);
     return test::compare(extents);
@@ -56,6 +62,7 @@ class PrepareStep : public ::testing::Test {
 
   device::Stream stream_ = nullptr;
   StepPlan plan_;
+  int32_t lens_offset_ = 0;
 };
 
 int env_steps(int fallback) {
@@ -190,6 +197,41 @@ TEST_F(PrepareStep, MatchesTheReferenceOnFourThousandDecodeRows) {
     EXPECT_EQ(plan_.decode.native.present(), !ragged);
     EXPECT_TRUE(plan_.decode.schedule.present());  // 4096 one-row units fit 6144 workgroups
   }
+}
+
+TEST_F(PrepareStep, ReadsSixteenUnitsAThreadFourALoadOnlyFromAlignedLengths) {
+  // prepare_step_kernel<16> loads a thread's lengths four at a time when a
+  // sequence is one unit and the lengths are 16-byte aligned, one at a time
+  // otherwise (and on AMD, device::kFourLengthsALoad); both equal the
+  // reference, with the work a multiple of four and not (the last thread's
+  // partial quad).
+  IndexerConfig c = test::deepseek_config();
+  c.max_num_seqs = 4096;
+  c.max_num_batched_tokens = 8192;
+  c.num_compute_units = 512;
+  const Geometry g = make_geometry(c);
+  const device::StepBuffers buffers(g);
+  test::HostBuffers host(g);
+  for (const int32_t seqs : {4096, 4093}) {
+    Words qsl{0}, lens;
+    for (int32_t r = 0; r < seqs; ++r) {
+      qsl.push_back(qsl.back() + 2);
+      lens.push_back(r % 9 == 8 ? 3 : 2 + (r * 7919) % 130000);  // some without tiles
+    }
+    Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()));
+    for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i * 31 % 1000003);
+    for (const int32_t offset : {0, 1}) {  // aligned (the device allocation's), then not
+      lens_offset_ = offset;
+      EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq()), "")
+          << seqs << " sequences, lengths " << offset << " words in";
+      ASSERT_TRUE(plan_.decode.native.present());
+      ASSERT_EQ(plan_.decode.schedule.row_blocks, 1);
+      StepArgs shape;
+      shape.schedule = plan_.decode.schedule;
+      EXPECT_EQ(device::launch_grid(shape, 1024).units_per_thread, 16) << seqs << " sequences";
+    }
+  }
+  lens_offset_ = 0;
 }
 
 TEST_F(PrepareStep, SchedulesByOneWarpUpToAUnitALaneAndByTheBlockPast) {

@@ -38,6 +38,18 @@
 
 namespace idxplan::device {
 
+// Whether the blocks' schedule reads a thread's lengths four a load, at 16
+// and 32 units a thread (prepare_step.hpp), which was measured on the H200
+// only. On AMD it took prepare_step_kernel<16> from 76 to 84 VGPRs and
+// <32> from 132 to 164-176 (a wave a SIMD fewer on gfx942 and gfx950, and
+// on gfx940), for a gain no AMD GPU here can measure: AMD reads them one a
+// load until one does.
+#if defined(__HIP_PLATFORM_AMD__)
+inline constexpr bool kFourLengthsALoad = false;
+#else
+inline constexpr bool kFourLengthsALoad = true;
+#endif
+
 #if defined(__HIP_PLATFORM_AMD__)
 using Stream = hipStream_t;
 using RuntimeError = hipError_t;

@@ -231,7 +231,6 @@ TEST_F(PrepareStep, ReadsSixteenUnitsAThreadFourALoadOnlyFromAlignedLengths) {
       EXPECT_EQ(device::launch_grid(shape, 1024).units_per_thread, 16) << seqs << " sequences";
     }
   }
-  lens_offset_ = 0;
 }
 
 TEST_F(PrepareStep, SchedulesByOneWarpUpToAUnitALaneAndByTheBlockPast) {

@@ -143,6 +143,10 @@ TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
   EXPECT_NE(error().find("candidate_block_size=64"), std::string::npos) << error();
   a.by_candidate_block = Divisor(64);
   EXPECT_NO_THROW(check_step_args(a));
+  a.native_next_n = 2;  // by_next_n still divides by 1
+  EXPECT_NE(error().find("native_next_n=2"), std::string::npos) << error();
+  a.by_next_n = Divisor(2);
+  EXPECT_NO_THROW(check_step_args(a));
 }
 
 TEST(FillStepBuffers, WritesANativeStepAndItsSchedule) {

@@ -559,6 +559,15 @@ TEST(LaunchGrid, GivesEachBufferItsOwnBlocks) {
   const device::LaunchGrid capped = device::launch_grid(a, 2);
   EXPECT_EQ((std::vector<int32_t>(capped.end, capped.end + device::kParts)),
             (std::vector<int32_t>{4, 6, 8, 10, 12, 14}));
+  // A native step's decode rows are an item a row: 400 requests of next_n 2
+  // and 200 padding rows make 1,000 items, 4 blocks. The table's items stay
+  // each request's quads, then each padding row's: 8 blocks.
+  StepArgs native = a;
+  native.native_next_n = 2;
+  native.num_decode_rows = 1000;
+  native.num_real_decode_rows = 800;
+  const device::LaunchGrid n = device::launch_grid(native, 1024);
+  EXPECT_EQ((std::vector<int32_t>(n.end, n.end + device::kParts)), (std::vector<int32_t>{4, 6, 8, 12, 20, 24}));
   // A further launch writes its groups' packed offsets, and the contexts
   // and prefill rows of their requests; no decode buffer.
   a.writes_decode = false;

@@ -5,9 +5,9 @@
 // The fused prepare kernel: one launch a step fills every step buffer from the
 // device lengths and the host plan (docs/design.md section 6). Its formulas
 // are the CPU reference's (plan/buffers.hpp, plan/rows.hpp), called
-// unchanged; where the reference walks decode rows, the kernel walks decode
-// requests, each writing its own rows, and the GPU tests check that the two
-// agree word for word. enqueue() neither allocates nor synchronises nor
+// unchanged; where the reference walks a flattened step's decode rows, the
+// kernel walks its decode requests, each writing its own rows, and the GPU
+// tests check that the two agree word for word. enqueue() neither allocates nor synchronises nor
 // reads device memory.
 //
 // Graphs: the step's sizes travel in the kernel's arguments, so a captured
@@ -72,9 +72,16 @@ struct LaunchGrid {
   IDXPLAN_HD int32_t first(int p) const { return p == 0 ? 0 : end[p - 1]; }
 };
 
-// The items of decode_rows: each decode request, then each graph padding
-// row past the real ones.
+// The items of decode_rows: a native step's rows; otherwise each decode
+// request, then each graph padding row past the real ones.
 IDXPLAN_HD int64_t decode_row_items(const StepArgs& a) {
+  if (a.native_next_n > 0) return a.num_decode_rows;
+  return int64_t{a.num_decodes} + a.num_decode_rows - a.num_real_decode_rows;
+}
+
+// The rows decode_table's items come from: each decode request, whose quads
+// go to each of its rows, then each graph padding row.
+IDXPLAN_HD int64_t decode_table_rows(const StepArgs& a) {
   return int64_t{a.num_decodes} + a.num_decode_rows - a.num_real_decode_rows;
 }
 
@@ -84,7 +91,7 @@ IDXPLAN_HD int32_t decode_table_quads(const StepArgs& a) {
   return (a.num_block_cols + 3) / 4;
 }
 IDXPLAN_HD int64_t decode_table_items(const StepArgs& a) {
-  return decode_row_items(a) * decode_table_quads(a);
+  return decode_table_rows(a) * decode_table_quads(a);
 }
 
 // The grid of launch `a`: each part gets a block per kPrepareThreads items
@@ -415,11 +422,25 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
   }
 }
 
-// decode_row_lens and decode_block_ends. Items [0, num_decodes) are the
-// requests, each writing its own rows, so no thread searches for a row's
-// request; the items after them are the graph padding rows, zeros.
+// decode_row_lens and decode_block_ends. A native step's items are its
+// rows, whose request is the row over next_n (graph padding rows past the
+// real ones are zeros): on the H200 a row a thread rather than a request a
+// thread took the launch without its schedule from 1.43 to 1.35 us at four
+// MTP sequences (100 steps in a graph). Otherwise items [0, num_decodes)
+// are the requests, each writing its own rows, so no thread searches
+// query_start_loc for a row's request; the items after them are the graph
+// padding rows.
 __device__ inline void write_decode_rows(const StepArgs& a, int64_t start, int64_t stride) {
   const int64_t count = decode_row_items(a);
+  if (a.native_next_n > 0) {
+    for (int64_t i = start; i < count; i += stride) {
+      const auto row = static_cast<int32_t>(i);
+      const int32_t len = decode_row_len_at(a, row);
+      a.out.decode_row_lens.data[row] = len;
+      if (a.candidate_block_size > 0) a.out.decode_block_ends.data[row] = block_end(len, a.by_candidate_block);
+    }
+    return;
+  }
   for (int64_t i = start; i < count; i += stride) {
     const auto item = static_cast<int32_t>(i);
     const bool request = item < a.num_decodes;
@@ -656,6 +677,7 @@ inline std::size_t shared_bytes(const StepArgs& a) {
 // the schedule's units a thread.
 inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   static_assert(kMaxScheduleUnits % kPrepareThreads == 0, "whole units a thread");
+  static_assert(sizeof(LaunchGrid) + sizeof(StepArgs) <= 4096, "HIP passes at most 4 KiB of kernel arguments");
   if (grid.units_per_thread > kMaxUnitsPerThread) {
     // make_geometry keeps a planned step within kMaxScheduleUnits.
     throw StepError(fmt::format(

@@ -44,6 +44,7 @@ struct StepArgs {
   Divisor by_row_blocks{};           // them)
   int32_t candidate_block_size = 0;  // 0: no block ends
   Divisor by_candidate_block{};      // candidate_block_size, or 1 without block ends
+  Divisor by_next_n{};               // native_next_n, or 1 when the step is not native
   int32_t num_reqs = 0;
   int32_t num_decodes = 0;
   int32_t num_decode_rows = 0;  // decode tokens when the step has decodes, else 0
@@ -90,6 +91,7 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   a.all_live = slice_divisors(plan.decode.schedule);
   a.candidate_block_size = g.config().candidate_block_size;
   a.by_candidate_block = Divisor(a.candidate_block_size > 0 ? a.candidate_block_size : 1);
+  a.by_next_n = Divisor(plan.decode.native.next_n > 0 ? plan.decode.native.next_n : 1);
   a.num_reqs = plan.num_reqs;
   a.num_decodes = plan.num_decodes;
   a.num_decode_rows = plan.decode.num_rows;
@@ -127,13 +129,14 @@ inline void check_step_args(const StepArgs& a) {
   if (a.by_compress_ratio.divisor() != a.compress_ratio ||
       (schedule && (a.by_block_kv.divisor() != a.schedule.block_kv ||
                     a.by_row_blocks.divisor() != a.schedule.row_blocks)) ||
-      (a.candidate_block_size > 0 && a.by_candidate_block.divisor() != a.candidate_block_size)) {
+      (a.candidate_block_size > 0 && a.by_candidate_block.divisor() != a.candidate_block_size) ||
+      (a.native_next_n > 0 && a.by_next_n.divisor() != a.native_next_n)) {
     throw StepError(fmt::format(
-        "StepArgs: the divisors ({}, {}, {}, {}) are not compress_ratio={}, schedule block_kv={}, "
-        "row_blocks={} and candidate_block_size={}; build StepArgs with make_step_args",
+        "StepArgs: the divisors ({}, {}, {}, {}, {}) are not compress_ratio={}, schedule block_kv={}, "
+        "row_blocks={}, candidate_block_size={} and native_next_n={}; build StepArgs with make_step_args",
         a.by_compress_ratio.divisor(), a.by_block_kv.divisor(), a.by_row_blocks.divisor(),
-        a.by_candidate_block.divisor(), a.compress_ratio, a.schedule.block_kv, a.schedule.row_blocks,
-        a.candidate_block_size));
+        a.by_candidate_block.divisor(), a.by_next_n.divisor(), a.compress_ratio, a.schedule.block_kv,
+        a.schedule.row_blocks, a.candidate_block_size, a.native_next_n));
   }
   if (schedule) {
     const SliceDivisors want = slice_divisors(a.schedule);
@@ -200,7 +203,7 @@ IDXPLAN_HD int32_t context_len_at(const StepArgs& a, const ChunkGroup* groups, i
 IDXPLAN_HD int32_t decode_row_request(const StepArgs& a, int32_t i) {
   if (i >= a.num_real_decode_rows) return -1;
   // Native: every real request has next_n rows, so no search.
-  if (a.native_next_n > 0) return i / a.native_next_n;
+  if (a.native_next_n > 0) return a.by_next_n.divide(i);
   return find_request(a.in.query_start_loc, 0, a.num_decodes, i);
 }
 

@@ -550,9 +550,14 @@ __device__ inline const ChunkGroup* stage_groups(const StepArgs& a, GroupWords& 
 // holds; two blocks an SM hold it to 125-126, with no spill. The others ask for
 // nothing (0: nvcc then emits no minimum), which leaves their registers as
 // they were.
+//
+// The grid comes first among the arguments, in the constant-cache line of
+// the lengths' pointer rather than 4 KB past it: every block reads it
+// first. On the H200 that took the launch without its schedule from 1.35
+// to 1.25 us at four MTP sequences.
 template <int kItems>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
-    prepare_step_kernel(const StepArgs a, const LaunchGrid grid) {
+    prepare_step_kernel(const LaunchGrid grid, const StepArgs a) {
   __shared__ GroupWords group_words;
   extern __shared__ int32_t first[];  // shared_bytes(): the schedule's scan
   const int tid = static_cast<int>(threadIdx.x);
@@ -688,7 +693,7 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   check_step_args(a);
   const std::size_t shared = shared_bytes(a);
   const auto blocks = static_cast<uint32_t>(grid.blocks());
-  const auto go = [&](auto kernel) { kernel<<<blocks, kPrepareThreads, shared, stream>>>(a, grid); };
+  const auto go = [&](auto kernel) { kernel<<<blocks, kPrepareThreads, shared, stream>>>(grid, a); };
   switch (grid.units_per_thread) {
     case 0: go(detail::prepare_step_kernel<0>); break;
     case 1: go(detail::prepare_step_kernel<1>); break;

@@ -34,29 +34,36 @@ namespace idxplan {
 // and prefill rows of their requests.
 inline constexpr int32_t kMaxLaunchGroups = 128;
 
-// Everything one launch needs, passed to the kernel by value.
+// Everything one launch needs, passed to the kernel by value. The fields
+// the decode schedule reads come first, beside the lengths' pointer: a
+// kernel's arguments are read through a small constant cache, and each of
+// its lines the schedule's dependent chain reaches first is a wait. On the
+// H200 this order made every step 0.03-0.06 us faster than with the
+// outputs second (100 steps in a graph).
 struct StepArgs {
   StepInputs in{};
-  StepOutputs out{};
   int32_t compress_ratio = 1;
   Divisor by_compress_ratio{};       // compress_ratio and the schedule's block_kv and
   Divisor by_block_kv{};             // row_blocks, as multiplies (the host computes
   Divisor by_row_blocks{};           // them)
+  int32_t max_decode_seq_len = 0;    // the plan's longest host upper bound of its decodes
+  int32_t num_real_decode_rows = 0;  // qsl[num_decodes]: rows past it are graph padding
+  ScheduleShape schedule{};
+  SliceDivisors all_live{};          // slice_divisors(schedule)
+  StepOutputs out{};
   int32_t candidate_block_size = 0;  // 0: no block ends
   Divisor by_candidate_block{};      // candidate_block_size, or 1 without block ends
   Divisor by_next_n{};               // native_next_n, or 1 when the step is not native
   int32_t num_reqs = 0;
   int32_t num_decodes = 0;
   int32_t num_decode_rows = 0;  // decode tokens when the step has decodes, else 0
-  int32_t num_real_decode_rows = 0;  // qsl[num_decodes]: rows past it are graph padding
   int32_t native_next_n = 0;    // rows per decode request when native, else 0
   int32_t num_block_cols = 0;   // decode_block_table columns a row copies; 0 when the
                                 // step does not write the table
   int32_t num_decode_tokens = 0;
-  int32_t max_seq_len = 0;      // the plan's longest host upper bounds, of the step and
-  int32_t max_decode_seq_len = 0;  // of its decodes (seq_len_bound says which a request's is)
+  int32_t max_seq_len = 0;      // the plan's longest host upper bound of the step
+                                // (seq_len_bound says which bound a request's is)
   bool writes_decode = true;    // the step's first launch: the decode buffers and schedule
-  ScheduleShape schedule{};
   int32_t request_begin = 0;    // context_lens [request_begin, request_end) and the
   int32_t request_end = 0;      // prefill rows of step tokens [token_begin, token_end):
   int32_t token_begin = 0;      // the requests and tokens of this launch's groups (the
@@ -64,9 +71,6 @@ struct StepArgs {
   int32_t num_groups = 0;       // groups[0, num_groups) this launch packs ...
   int32_t word_begin = 0;       // ... into words [word_begin, word_end)
   int32_t word_end = 0;
-  SliceDivisors all_live{};     // slice_divisors(schedule). Beside the other divisors
-                                // the blocks' schedule gained nothing on the H200;
-                                // here, 0.03-0.06 us a step
   ChunkGroup groups[kMaxLaunchGroups];
 };
 static_assert(std::is_trivially_copyable_v<StepArgs>, "kernel arguments are copied bytewise");

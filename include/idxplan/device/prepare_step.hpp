@@ -7,8 +7,8 @@
 // are the CPU reference's (plan/buffers.hpp, plan/rows.hpp), called
 // unchanged; where the reference walks a flattened step's decode rows, the
 // kernel walks its decode requests, each writing its own rows, and the GPU
-// tests check that the two agree word for word. enqueue() neither allocates nor synchronises nor
-// reads device memory.
+// tests check that the two agree word for word. enqueue() neither
+// allocates nor synchronises nor reads device memory.
 //
 // Graphs: the step's sizes travel in the kernel's arguments, so a captured
 // enqueue() would replay the captured step's sizes on every later step. The

@@ -72,17 +72,16 @@ struct LaunchGrid {
   IDXPLAN_HD int32_t first(int p) const { return p == 0 ? 0 : end[p - 1]; }
 };
 
-// The items of decode_rows: a native step's rows; otherwise each decode
-// request, then each graph padding row past the real ones.
-IDXPLAN_HD int64_t decode_row_items(const StepArgs& a) {
-  if (a.native_next_n > 0) return a.num_decode_rows;
+// Each decode request, then each graph padding row past the real ones: the
+// items of decode_table (each request's quads go to each of its rows), and
+// of decode_rows on a flattened step.
+IDXPLAN_HD int64_t decode_table_rows(const StepArgs& a) {
   return int64_t{a.num_decodes} + a.num_decode_rows - a.num_real_decode_rows;
 }
 
-// The rows decode_table's items come from: each decode request, whose quads
-// go to each of its rows, then each graph padding row.
-IDXPLAN_HD int64_t decode_table_rows(const StepArgs& a) {
-  return int64_t{a.num_decodes} + a.num_decode_rows - a.num_real_decode_rows;
+// The items of decode_rows: a native step's rows, else decode_table_rows.
+IDXPLAN_HD int64_t decode_row_items(const StepArgs& a) {
+  return a.native_next_n > 0 ? int64_t{a.num_decode_rows} : decode_table_rows(a);
 }
 
 // Four consecutive block-table columns (a quad) a thread of decode_table,

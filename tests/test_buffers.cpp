@@ -121,6 +121,44 @@ TEST(NativeUnitTiles, TakesTheRuleOfTheClampedLengthForAnyLength) {
   EXPECT_GT(checked, 1500);
 }
 
+// A sequence's one row block (block_m >= rows_per_seq): the device's
+// shorter rule is native_unit_tiles of row block 0, for lengths of any
+// int32, real rows ending anywhere (within a sequence too) and any bound.
+TEST(SequenceUnitTiles, IsNativeUnitTilesOfTheSequencesOneRowBlock) {
+  constexpr int32_t kMax = 0x7FFFFFFF;
+  int checked = 0;
+  for (const int32_t ratio : {1, 4, 128}) {
+    for (int32_t n = 1; n <= 9; ++n) {
+      for (const int32_t block_m : {n, n + 1, 2 * n, 64}) {
+        StepArgs a;
+        a.compress_ratio = ratio;
+        a.by_compress_ratio = Divisor(ratio);
+        a.by_block_kv = Divisor(16);
+        a.schedule.rows_per_seq = n;
+        a.schedule.block_m = block_m;
+        a.schedule.row_blocks = 1;
+        a.schedule.block_kv = 16;
+        const int32_t seqs = 4;
+        for (const int32_t bound : {0, 1000, kMax}) {
+          a.max_decode_seq_len = bound;
+          for (int32_t real = 0; real <= seqs * n; ++real) {
+            a.num_real_decode_rows = real;
+            for (int32_t seq = 0; seq < seqs; ++seq) {
+              for (const int32_t len : {-kMax - 1, -1, 0, 1, ratio - 1, ratio, n + 3, 100, 1001, kMax - 1, kMax}) {
+                ASSERT_EQ(sequence_unit_tiles(a, seq, len), native_unit_tiles(a, seq, 0, len))
+                    << "ratio=" << ratio << " n=" << n << " block_m=" << block_m << " bound=" << bound
+                    << " real=" << real << " seq=" << seq << " len=" << len;
+                ++checked;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 10000);
+}
+
 TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
   StepArgs a;
   const auto error = [&a] { return test::error_of<StepError>([&a] { check_step_args(a); }); };

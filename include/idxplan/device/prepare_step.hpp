@@ -265,7 +265,8 @@ __device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, in
   const int32_t blk = lane - seq * s.row_blocks;
   const bool real = lane < s.work;
   const int32_t len = real ? a.in.seq_lens[seq] : 0;
-  const int32_t tiles = real ? native_unit_tiles(a, seq, blk, len) : 0;
+  const int32_t tiles =
+      !real ? 0 : (s.row_blocks == 1 ? sequence_unit_tiles(a, lane, len) : native_unit_tiles(a, seq, blk, len));
   const TileStats all = Primitives::warp_all_reduce(TileStats::of(tiles), temp);
   const int32_t slices = unit_slices(tiles, tiles_per_slice(s, a.all_live, all.total, all.live, all.max_tiles));
   int32_t unit_first = 0;
@@ -301,27 +302,22 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
   const int32_t own = padded<kItems>(base);
 
   int32_t tiles[kItems];
-  if (s.native) {
-    // Every length load first, all in flight together, then the arithmetic.
-    int32_t seq[kItems];
-    int32_t blk[kItems];
+  if (s.native && s.row_blocks == 1) {
+    // A unit a sequence: the thread's units are sequences [base, base +
+    // kItems), whose lengths are all loaded first, in flight together, with
+    // no sequence/row-block bookkeeping before them and half the steps a
+    // unit after (sequence_unit_tiles). On the H200 this took decode_4096's
+    // kernel from 4.14 to 3.90 us and decode_1024's from 2.53 to 2.48 (100
+    // steps in a graph), the others within 0.01.
     int32_t lens[kItems];
-    seq[0] = a.by_row_blocks.divide(base);
-    blk[0] = base - seq[0] * s.row_blocks;
-#pragma unroll
-    for (int k = 1; k < kItems; ++k) {
-      const bool next = blk[k - 1] + 1 == s.row_blocks;
-      seq[k] = next ? seq[k - 1] + 1 : seq[k - 1];
-      blk[k] = next ? 0 : blk[k - 1] + 1;
-    }
-    // With a sequence a unit and the lengths 16-byte aligned, a thread's
-    // lengths are consecutive words: four a load. On the H200 that took
-    // decode_4096's kernel (16 units a thread) from 4.46 to 4.24 us (100
-    // steps in a graph); at 4 units a thread (decode_1024) it was 0.02 us
-    // slower, hence the bound. Not on AMD yet (kFourLengthsALoad).
+    // With the lengths 16-byte aligned, a thread's lengths are consecutive
+    // words: four a load. On the H200 that took decode_4096's kernel (16
+    // units a thread) from 4.46 to 4.24 us (100 steps in a graph); at 4
+    // units a thread (decode_1024) it was 0.02 us slower, hence the bound.
+    // Not on AMD yet (kFourLengthsALoad).
     bool quads = false;
     if constexpr (kItems >= 16 && kFourLengthsALoad) {
-      quads = s.row_blocks == 1 && reinterpret_cast<uintptr_t>(a.in.seq_lens) % 16 == 0;
+      quads = reinterpret_cast<uintptr_t>(a.in.seq_lens) % 16 == 0;
       if (quads) {
 #pragma unroll
         for (int k = 0; k < kItems; k += 4) {
@@ -340,8 +336,29 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
     }
     if (!quads) {
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[seq[k]] : 0;
+      for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[base + k] : 0;
     }
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int32_t t = sequence_unit_tiles(a, base + k, lens[k]);
+      tiles[k] = base + k < s.work ? t : 0;
+    }
+  } else if (s.native) {
+    // Several row blocks a sequence: each unit's sequence and row block,
+    // then every length load, all in flight together, then the arithmetic.
+    int32_t seq[kItems];
+    int32_t blk[kItems];
+    int32_t lens[kItems];
+    seq[0] = a.by_row_blocks.divide(base);
+    blk[0] = base - seq[0] * s.row_blocks;
+#pragma unroll
+    for (int k = 1; k < kItems; ++k) {
+      const bool next = blk[k - 1] + 1 == s.row_blocks;
+      seq[k] = next ? seq[k - 1] + 1 : seq[k - 1];
+      blk[k] = next ? 0 : blk[k - 1] + 1;
+    }
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[seq[k]] : 0;
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const int32_t t = native_unit_tiles(a, seq[k], blk[k], lens[k]);

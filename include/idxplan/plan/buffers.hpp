@@ -307,6 +307,23 @@ IDXPLAN_HD int32_t native_unit_tiles(const StepArgs& a, int32_t seq, int32_t blk
   return seq_len < a.by_compress_ratio.divisor() ? 0 : (tiles > 1 ? tiles : 1);
 }
 
+// native_unit_tiles(a, seq, 0, device_len) of a schedule with one row block
+// a sequence (block_m >= rows_per_seq), where the unit is the sequence and
+// its rows are the sequence's real ones: its last real row's tokens are the
+// length less the rows past the step's real rows. No row-block bookkeeping,
+// so about half the steps a unit; the big steps' schedule blocks run it for
+// every sequence. (seq + 1) * rows_per_seq is at most the step's decode
+// rows, an int32. tests/test_buffers.cpp holds it to native_unit_tiles.
+IDXPLAN_HD int32_t sequence_unit_tiles(const StepArgs& a, int32_t seq, int32_t device_len) {
+  const ScheduleShape& s = a.schedule;
+  const int32_t seq_len = clamp_seq_len(device_len, a.max_decode_seq_len);
+  const int32_t past = (seq + 1) * s.rows_per_seq - a.num_real_decode_rows;  // padding rows
+  const int32_t tokens = seq_len - (past > 0 ? past : 0);
+  const int32_t end = a.by_compress_ratio.divide(past < s.rows_per_seq && tokens > 0 ? tokens : 0);
+  const int32_t tiles = a.by_block_kv.divide_up(end);
+  return seq_len < a.by_compress_ratio.divisor() ? 0 : (tiles > 1 ? tiles : 1);
+}
+
 // KV tiles of flattened schedule unit (row, blk) whose row's compressed
 // context is ctx.
 IDXPLAN_HD int32_t flat_unit_tiles(const StepArgs& a, int32_t blk, int32_t ctx) {

@@ -307,7 +307,7 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
     // kItems), whose lengths are all loaded first, in flight together, with
     // no sequence/row-block bookkeeping before them and half the steps a
     // unit after (sequence_unit_tiles). On the H200 this took decode_4096's
-    // kernel from 4.14 to 3.90 us and decode_1024's from 2.53 to 2.48 (100
+    // kernel from 4.14 to 3.90 us and decode_1024's from 2.53 to 2.49 (100
     // steps in a graph), the others within 0.01.
     int32_t lens[kItems];
     // With the lengths 16-byte aligned, a thread's lengths are consecutive

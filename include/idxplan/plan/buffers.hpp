@@ -279,6 +279,16 @@ IDXPLAN_HD void store_key_bounds(const StepArgs& a, const ChunkGroup* groups, in
   a.out.prefill_key_ends.data[row] = key_start + prefill_row_end_at(a, groups, t);
 }
 
+// The tiles of a native unit of a sequence of (clamped) length seq_len
+// whose last real row sees `tokens` tokens (0 for a unit without real
+// rows): the rows end there, and the context is positive exactly when the
+// length reaches the compression ratio. native_unit_tiles and
+// sequence_unit_tiles find `tokens` each their own way.
+IDXPLAN_HD int32_t last_row_tiles(const StepArgs& a, int32_t seq_len, int32_t tokens) {
+  const int32_t tiles = a.by_block_kv.divide_up(a.by_compress_ratio.divide(tokens > 0 ? tokens : 0));
+  return seq_len < a.by_compress_ratio.divisor() ? 0 : (tiles > 1 ? tiles : 1);
+}
+
 // KV tiles of native schedule unit (seq, blk), the sequence's exact length
 // being `device_len` (as loaded); the kernel loads every unit's length before
 // it computes any. A row's length grows with the row, so the largest row end
@@ -302,9 +312,7 @@ IDXPLAN_HD int32_t native_unit_tiles(const StepArgs& a, int32_t seq, int32_t blk
   // branch; a unit without rows takes its first row's tokens, unused.
   const int32_t last = first_row + (rows > 0 ? rows : 1) - 1;
   const int32_t tokens = seq_len - s.rows_per_seq + last + 1;
-  const int32_t end = a.by_compress_ratio.divide(rows > 0 && tokens > 0 ? tokens : 0);
-  const int32_t tiles = a.by_block_kv.divide_up(end);
-  return seq_len < a.by_compress_ratio.divisor() ? 0 : (tiles > 1 ? tiles : 1);
+  return last_row_tiles(a, seq_len, rows > 0 ? tokens : 0);
 }
 
 // native_unit_tiles(a, seq, 0, device_len) of a schedule with one row block
@@ -319,9 +327,7 @@ IDXPLAN_HD int32_t sequence_unit_tiles(const StepArgs& a, int32_t seq, int32_t d
   const int32_t seq_len = clamp_seq_len(device_len, a.max_decode_seq_len);
   const int32_t past = (seq + 1) * s.rows_per_seq - a.num_real_decode_rows;  // padding rows
   const int32_t tokens = seq_len - (past > 0 ? past : 0);
-  const int32_t end = a.by_compress_ratio.divide(past < s.rows_per_seq && tokens > 0 ? tokens : 0);
-  const int32_t tiles = a.by_block_kv.divide_up(end);
-  return seq_len < a.by_compress_ratio.divisor() ? 0 : (tiles > 1 ? tiles : 1);
+  return last_row_tiles(a, seq_len, past < s.rows_per_seq ? tokens : 0);
 }
 
 // KV tiles of flattened schedule unit (row, blk) whose row's compressed

@@ -51,18 +51,25 @@ int32_t literal_native_tiles(const StepArgs& a, int32_t seq, int32_t blk, int32_
   return std::max(static_cast<int32_t>((int64_t{keys} + s.block_kv - 1) / s.block_kv), 1);
 }
 
+// The arguments the unit-tile rules read, for sequences of n rows in row
+// blocks of block_m; the caller sets the bound and the real rows.
+StepArgs unit_tile_args(int32_t ratio, int32_t block_kv, int32_t n, int32_t block_m) {
+  StepArgs a;
+  a.compress_ratio = ratio;
+  a.by_compress_ratio = Divisor(ratio);
+  a.by_block_kv = Divisor(block_kv);
+  a.schedule.rows_per_seq = n;
+  a.schedule.block_m = block_m;
+  a.schedule.row_blocks = (n + block_m - 1) / block_m;
+  a.schedule.block_kv = block_kv;
+  return a;
+}
+
 TEST(NativeUnitTiles, IsTheMaxOverTheUnitsRealRows) {
   int checked = 0;
   for (int32_t n = 2; n <= 12; ++n) {
     for (int32_t block_m = 1; block_m <= std::min(n, 7); ++block_m) {
-      StepArgs a;
-      a.compress_ratio = 4;
-      a.by_compress_ratio = Divisor(4);
-      a.by_block_kv = Divisor(16);
-      a.schedule.rows_per_seq = n;
-      a.schedule.block_m = block_m;
-      a.schedule.row_blocks = (n + block_m - 1) / block_m;
-      a.schedule.block_kv = 16;
+      StepArgs a = unit_tile_args(4, 16, n, block_m);
       a.max_decode_seq_len = 1 << 20;  // no length below is clamped
       const int32_t seqs = 3;
       for (int32_t real = 0; real <= seqs * n; real += 1 + n / 3) {  // padding rows from `real` on
@@ -93,14 +100,7 @@ TEST(NativeUnitTiles, TakesTheRuleOfTheClampedLengthForAnyLength) {
     for (const int32_t ratio : {1, 4, 128}) {
       for (const int32_t n : {1, 2, 5}) {
         for (const int32_t block_m : {1, 2, 4}) {
-          StepArgs a;
-          a.compress_ratio = ratio;
-          a.by_compress_ratio = Divisor(ratio);
-          a.by_block_kv = Divisor(64);
-          a.schedule.rows_per_seq = n;
-          a.schedule.block_m = block_m;
-          a.schedule.row_blocks = (n + block_m - 1) / block_m;
-          a.schedule.block_kv = 64;
+          StepArgs a = unit_tile_args(ratio, 64, n, block_m);
           a.max_decode_seq_len = bound;
           a.num_real_decode_rows = 2 * n - 1;  // the second sequence's last row is padding
           for (int32_t seq = 0; seq < 2; ++seq) {
@@ -130,14 +130,8 @@ TEST(SequenceUnitTiles, IsNativeUnitTilesOfTheSequencesOneRowBlock) {
   for (const int32_t ratio : {1, 4, 128}) {
     for (int32_t n = 1; n <= 9; ++n) {
       for (const int32_t block_m : {n, n + 1, 2 * n, 64}) {
-        StepArgs a;
-        a.compress_ratio = ratio;
-        a.by_compress_ratio = Divisor(ratio);
-        a.by_block_kv = Divisor(16);
-        a.schedule.rows_per_seq = n;
-        a.schedule.block_m = block_m;
-        a.schedule.row_blocks = 1;
-        a.schedule.block_kv = 16;
+        StepArgs a = unit_tile_args(ratio, 16, n, block_m);
+        ASSERT_EQ(a.schedule.row_blocks, 1);
         const int32_t seqs = 4;
         for (const int32_t bound : {0, 1000, kMax}) {
           a.max_decode_seq_len = bound;

@@ -349,7 +349,7 @@ int main(int argc, char** argv) {
     if (name.find(only) != std::string::npos) all.push_back(run_case(name, compute_units, step, always_table, s));
   };
   // num_compute_units as planned: 256, and 512 for 4096 sequences.
-  for (const int32_t n : {4, 64, 256, 1024, 4096}) {
+  for (const int32_t n : {4, 8, 16, 32, 64, 256, 1024, 4096}) {
     run("decode_" + std::to_string(n), n == 4096 ? 512 : 256, bench::mtp_decodes(n), false);
   }
   // The native steps as before the table was read in place: copied every step.

@@ -235,34 +235,40 @@ TEST_F(PrepareStep, ReadsSixteenUnitsAThreadFourALoadOnlyFromAlignedLengths) {
 
 TEST_F(PrepareStep, SchedulesByOneWarpUpToAUnitALaneAndByTheBlockPast) {
   // Native two-row decodes of 4 sequences up to two warps' worth of units:
-  // those of at most a unit a lane take the one-warp path, the rest the
-  // block's, and both equal the reference on each side of the boundary,
-  // with long and empty contexts mixed.
+  // those of at most a unit a lane take the one-warp path (gathering each
+  // unit's slices up to kGatheredUnits units, in steps of 4, 8 and 16, and
+  // scanning them past it), the rest the block's. All equal the reference
+  // on each side of every boundary, with long and empty contexts mixed
+  // (an empty one among the first units, and the last unit empty).
   IndexerConfig c = test::deepseek_config();
   c.num_compute_units = 132;
   const Geometry g = make_geometry(c);
   const device::StepBuffers buffers(g);
   test::HostBuffers host(g);
   const int32_t warp = device::detail::Primitives::kWarpSize;
+  static_assert(device::kGatheredUnits == 16, "the sizes below straddle its steps");
   int small = 0, block = 0;
-  for (const int32_t seqs : {4, warp - 1, warp, warp + 1, 2 * warp}) {
-    Words qsl{0}, lens;
-    for (int32_t r = 0; r < seqs; ++r) {
-      qsl.push_back(qsl.back() + 2);
-      lens.push_back(r % 5 == 4 ? 3 : 2 + (r * 7919) % 150000);
+  for (const int32_t seqs : {4, 5, 8, 9, 16, 17, warp - 1, warp, warp + 1, 2 * warp}) {
+    for (const int32_t empty_every : {5, 3}) {
+      Words qsl{0}, lens;
+      for (int32_t r = 0; r < seqs; ++r) {
+        qsl.push_back(qsl.back() + 2);
+        const bool empty = r % empty_every == empty_every - 1 || (empty_every == 3 && r == seqs - 1);
+        lens.push_back(empty ? 3 : 2 + (r * 7919) % 150000);
+      }
+      Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()));
+      for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i * 13 % 1000003);
+      EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq()), "")
+          << seqs << " sequences, one in " << empty_every << " empty";
+      ASSERT_TRUE(plan_.decode.schedule.present()) << seqs << " sequences";
+      const bool one_warp = device::detail::small_schedule(plan_.decode.schedule);
+      EXPECT_EQ(one_warp, plan_.decode.schedule.work <= warp) << seqs << " sequences";
+      small += one_warp;
+      block += !one_warp;
     }
-    Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()));
-    for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i * 13 % 1000003);
-    EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq()), "")
-        << seqs << " sequences";
-    ASSERT_TRUE(plan_.decode.schedule.present()) << seqs << " sequences";
-    const bool one_warp = device::detail::small_schedule(plan_.decode.schedule);
-    EXPECT_EQ(one_warp, plan_.decode.schedule.work <= warp) << seqs << " sequences";
-    small += one_warp;
-    block += !one_warp;
   }
-  EXPECT_GE(small, 2);
-  EXPECT_GE(block, 2);
+  EXPECT_GE(small, 14);
+  EXPECT_GE(block, 4);
 }
 
 TEST_F(PrepareStep, SchedulesFlattenedRowsOfMoreRequestsThanRows) {

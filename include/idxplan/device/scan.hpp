@@ -24,6 +24,7 @@
 #if defined(__HIP_PLATFORM_AMD__)
 #include <rocprim/block/block_scan.hpp>
 #include <rocprim/intrinsics/thread.hpp>
+#include <rocprim/intrinsics/warp_shuffle.hpp>
 #include <rocprim/warp/warp_reduce.hpp>
 #include <rocprim/warp/warp_scan.hpp>
 #else
@@ -142,6 +143,15 @@ struct BlockPrimitives {
     WarpScan().exclusive_scan(value, sum, 0, total, temp.warp_scan[warp], rocprim::plus<int32_t>());
 #else
     WarpScan(temp.warp_scan[warp]).ExclusiveSum(value, sum, total);
+#endif
+  }
+
+  // `value` of lane `lane` of the warp, in every lane.
+  __device__ static int32_t warp_broadcast(int32_t value, int lane) {
+#if defined(__HIP_PLATFORM_AMD__)
+    return rocprim::warp_shuffle(value, lane, kWarpSize);
+#else
+    return __shfl_sync(~0u, value, lane);
 #endif
   }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -234,41 +235,51 @@ TEST_F(PrepareStep, ReadsSixteenUnitsAThreadFourALoadOnlyFromAlignedLengths) {
 }
 
 TEST_F(PrepareStep, SchedulesByOneWarpUpToAUnitALaneAndByTheBlockPast) {
-  // Native two-row decodes of 4 sequences up to two warps' worth of units:
-  // those of at most a unit a lane take the one-warp path (gathering each
-  // unit's slices up to kGatheredUnits units, in steps of 4, 8 and 16, and
-  // scanning them past it), the rest the block's. All equal the reference
-  // on each side of every boundary, with long and empty contexts mixed
-  // (an empty one among the first units, and the last unit empty).
-  IndexerConfig c = test::deepseek_config();
-  c.num_compute_units = 132;
-  const Geometry g = make_geometry(c);
-  const device::StepBuffers buffers(g);
-  test::HostBuffers host(g);
+  // Native decodes of 4 sequences up to two warps' worth of units, of two
+  // rows (a unit a sequence) and of five (two row blocks a sequence):
+  // schedules of at most a unit a lane take the one-warp path (gathering
+  // each unit's slices up to kGatheredUnits units, in steps of 4, 8 and 16,
+  // and scanning them past it), the rest the block's. All equal the
+  // reference on each side of every boundary, with long and short contexts
+  // mixed (units without tiles among the first, and the last sequence
+  // short).
   const int32_t warp = device::detail::Primitives::kWarpSize;
   static_assert(device::kGatheredUnits == 16, "the sizes below straddle its steps");
   int small = 0, block = 0;
-  for (const int32_t seqs : {4, 5, 8, 9, 16, 17, warp - 1, warp, warp + 1, 2 * warp}) {
-    for (const int32_t empty_every : {5, 3}) {
-      Words qsl{0}, lens;
-      for (int32_t r = 0; r < seqs; ++r) {
-        qsl.push_back(qsl.back() + 2);
-        const bool empty = r % empty_every == empty_every - 1 || (empty_every == 3 && r == seqs - 1);
-        lens.push_back(empty ? 3 : 2 + (r * 7919) % 150000);
+  std::set<int32_t> row_blocks;
+  for (const int32_t speculative : {1, 4}) {
+    IndexerConfig c = test::deepseek_config();
+    c.num_compute_units = 132;
+    c.num_speculative_tokens = speculative;
+    const int32_t next_n = speculative + 1;
+    const Geometry g = make_geometry(c);
+    const device::StepBuffers buffers(g);
+    test::HostBuffers host(g);
+    for (const int32_t seqs : {4, 5, 8, 9, 16, 17, warp - 1, warp, warp + 1, 2 * warp}) {
+      for (const int32_t short_every : {5, 3}) {
+        Words qsl{0}, lens;
+        for (int32_t r = 0; r < seqs; ++r) {
+          qsl.push_back(qsl.back() + next_n);
+          const bool short_len = r % short_every == short_every - 1 || (short_every == 3 && r == seqs - 1);
+          lens.push_back(short_len ? next_n + 1 : next_n + (r * 7919) % 150000);
+        }
+        Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()));
+        for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i * 13 % 1000003);
+        EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq()), "")
+            << seqs << " sequences of " << next_n << " rows, one in " << short_every << " short";
+        ASSERT_TRUE(plan_.decode.native.present()) << seqs << " sequences of " << next_n << " rows";
+        if (!plan_.decode.schedule.present()) continue;  // more units than workgroups
+        const bool one_warp = device::detail::small_schedule(plan_.decode.schedule);
+        EXPECT_EQ(one_warp, plan_.decode.schedule.work <= warp) << seqs << " sequences of " << next_n << " rows";
+        small += one_warp;
+        block += !one_warp;
+        row_blocks.insert(plan_.decode.schedule.row_blocks);
       }
-      Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()));
-      for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i * 13 % 1000003);
-      EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq()), "")
-          << seqs << " sequences, one in " << empty_every << " empty";
-      ASSERT_TRUE(plan_.decode.schedule.present()) << seqs << " sequences";
-      const bool one_warp = device::detail::small_schedule(plan_.decode.schedule);
-      EXPECT_EQ(one_warp, plan_.decode.schedule.work <= warp) << seqs << " sequences";
-      small += one_warp;
-      block += !one_warp;
     }
   }
-  EXPECT_GE(small, 14);
+  EXPECT_GE(small, 24);
   EXPECT_GE(block, 4);
+  EXPECT_EQ(row_blocks, (std::set<int32_t>{1, 2}));
 }
 
 TEST_F(PrepareStep, SchedulesFlattenedRowsOfMoreRequestsThanRows) {

@@ -39,7 +39,9 @@ inline constexpr int kPrepareThreads = 256;
 inline constexpr int kMaxUnitsPerThread = kMaxScheduleUnits / kPrepareThreads;
 inline constexpr int kSlotsPerBlock = 2 * kPrepareThreads;
 // Units up to which the warps' schedule gathers every unit's slices in
-// each lane (store_gathered_slots) rather than scanning them.
+// each lane (store_gathered_slots) rather than scanning them. On the H200,
+// gathering 16 took decode_16's kernel from 1.79 to 1.70 us, and gathering
+// 32 decode_32's from 1.84 to 2.00 (100 steps in a graph).
 inline constexpr int kGatheredUnits = 16;
 
 // The parts of a launch, in grid order.

@@ -157,6 +157,21 @@ __device__ __forceinline__ int32_t first_search_step(int32_t lo, int32_t hi) {
   return 1 << (31 - __clz(hi - lo > 1 ? hi - lo : 1));
 }
 
+// Stores slot `slot` of the schedule, if it is one (under num_ctas): slice
+// slot - unit_first of `unit`, whose `slices` slices begin at slot
+// unit_first, when the slot is in use (under `end`), else an idle slot's
+// zeros. Every way of finding a slot's unit ends here.
+__device__ __forceinline__ void store_slot(int4* schedule, int32_t num_ctas, const Divisor& by_row_blocks,
+                                           int32_t slot, int32_t end, int32_t unit, int32_t unit_first,
+                                           int32_t slices) {
+  int4 words = make_int4(0, 0, 0, 0);
+  if (slot < end) {
+    const Descriptor d = unit_descriptor(by_row_blocks, unit, slot - unit_first, slices);
+    words = make_int4(d.seq, d.blk, d.slice, d.slices);
+  }
+  if (slot < num_ctas) schedule[slot] = words;
+}
+
 // Where unit u's word lies in the schedule's shared array: with kItems units
 // a thread, a word of padding after every 32, so that a warp's threads
 // writing or reading their own runs of kItems consecutive units hit 32
@@ -249,13 +264,8 @@ __device__ __forceinline__ void store_slots(int4* schedule, int32_t num_ctas, Di
   }
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) {
-    int4 words = make_int4(0, 0, 0, 0);
-    if (slot[k] < end) {
-      const Descriptor d = unit_descriptor(by_row_blocks, unit[k], slot[k] - unit_first[k],
-                                           at(unit[k] + 1) - unit_first[k]);
-      words = make_int4(d.seq, d.blk, d.slice, d.slices);
-    }
-    if (slot[k] < num_ctas) schedule[slot[k]] = words;
+    store_slot(schedule, num_ctas, by_row_blocks, slot[k], end, unit[k], unit_first[k],
+               at(unit[k] + 1) - unit_first[k]);
   }
 }
 
@@ -297,12 +307,8 @@ __device__ __forceinline__ void store_gathered_slots(const StepArgs& a, int32_t 
   }
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) {
-    int4 words = make_int4(0, 0, 0, 0);
-    if (slot[k] < end) {
-      const Descriptor d = unit_descriptor(a.by_row_blocks, unit[k], slot[k] - unit_first[k], unit_count[k]);
-      words = make_int4(d.seq, d.blk, d.slice, d.slices);
-    }
-    if (slot[k] < a.schedule.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule.data)[slot[k]] = words;
+    store_slot(reinterpret_cast<int4*>(a.out.decode_schedule.data), a.schedule.num_ctas, a.by_row_blocks, slot[k],
+               end, unit[k], unit_first[k], unit_count[k]);
   }
 }
 
@@ -500,13 +506,8 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
   }
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) {
-    int4 words = make_int4(0, 0, 0, 0);
-    if (slot[k] < end) {
-      const Descriptor d = unit_descriptor(a.by_row_blocks, unit[k], slot[k] - unit_first[k],
-                                           first[padded<kItems>(unit[k] + 1)] - unit_first[k]);
-      words = make_int4(d.seq, d.blk, d.slice, d.slices);
-    }
-    if (slot[k] < s.num_ctas) reinterpret_cast<int4*>(a.out.decode_schedule.data)[slot[k]] = words;
+    store_slot(reinterpret_cast<int4*>(a.out.decode_schedule.data), s.num_ctas, a.by_row_blocks, slot[k], end,
+               unit[k], unit_first[k], first[padded<kItems>(unit[k] + 1)] - unit_first[k]);
   }
 }
 

@@ -145,6 +145,9 @@ TEST(SequenceUnitTiles, IsNativeUnitTilesOfTheSequencesOneRowBlock) {
                 ++checked;
               }
             }
+            // The blocks' schedule takes the units past its work as
+            // sequences of length 0, and keeps their tiles unselected.
+            for (int32_t seq = seqs; seq < 2 * seqs; ++seq) ASSERT_EQ(sequence_unit_tiles(a, seq, 0), 0) << seq;
           }
         }
       }

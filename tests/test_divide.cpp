@@ -61,6 +61,38 @@ TEST(Divisor, EveryDividendBelowTwoToTheTwentyForSmallDivisors) {
   }
 }
 
+// Reciprocal's q = n * m >> 32 falls one short of n / d at most, for every
+// dividend under 2^31: the divisors and dividends of
+// Divisor.DividesEveryDividendExactly, and every pair of small ones.
+TEST(Reciprocal, DividesEveryDividendUpExactly) {
+  std::mt19937_64 rng(12);
+  std::uniform_int_distribution<int32_t> any(0, kMax);
+  std::vector<int32_t> divisors;
+  for (int32_t d = 1; d <= 4096; ++d) divisors.push_back(d);
+  for (int shift = 12; shift <= 30; ++shift) {
+    for (const int32_t e : {-1, 0, 1}) divisors.push_back((1 << shift) + e);
+  }
+  divisors.push_back(kMax);
+  divisors.push_back(kMax - 1);
+  for (int i = 0; i < 2000; ++i) divisors.push_back(any(rng) | 1);
+  int64_t checked = 0;
+  for (const int32_t d : divisors) {
+    const Reciprocal by(d);
+    std::vector<int32_t> n = edge_dividends(d);
+    for (int i = 0; i < 64; ++i) n.push_back(any(rng));
+    for (const int32_t v : n) {
+      ASSERT_EQ(by.divide_up(v), v / d + (v % d != 0)) << "ceil(" << v << " / " << d << ")";
+      ++checked;
+    }
+  }
+  for (int32_t d = 1; d <= 1024; ++d) {
+    const Reciprocal by(d);
+    for (int32_t v = 0; v < 4096; ++v) ASSERT_EQ(by.divide_up(v), v / d + (v % d != 0)) << v << " / " << d;
+    checked += 4096;
+  }
+  EXPECT_GT(checked, 4000000);
+}
+
 TEST(Divisor, RefusesANonPositiveDivisor) {
   EXPECT_THROW(Divisor(0), Error);
   EXPECT_THROW(Divisor(-4), Error);

@@ -43,6 +43,13 @@ inline constexpr int kSlotsPerBlock = 2 * kPrepareThreads;
 // gathering 16 took decode_16's kernel from 1.79 to 1.70 us, and gathering
 // 32 decode_32's from 1.84 to 2.00 (100 steps in a graph).
 inline constexpr int kGatheredUnits = 16;
+// Units a thread from which the blocks' schedule divides its units' tiles
+// by a Reciprocal of tiles_per_slice, one division a thread, rather than
+// a division a unit: on the H200 that took decode_4096's kernel (16 units
+// a thread) from 3.84 to 3.77 us (100 steps in a graph); at 4 units a
+// thread (decode_1024) it was level, and at 1 (decode_64, decode_256)
+// 0.02-0.04 us slower. No benchmark step has 8.
+inline constexpr int kReciprocalItems = 8;
 
 // The parts of a launch, in grid order.
 enum class Part : int32_t {
@@ -417,11 +424,11 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
 #pragma unroll
       for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[base + k] : 0;
     }
+    // A unit past the work has length 0, so no tiles
+    // (tests/test_buffers.cpp): no select. On the H200 decode_4096's
+    // kernel took 3.77 -> 3.75 us without it.
 #pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int32_t t = sequence_unit_tiles(a, base + k, lens[k]);
-      tiles[k] = base + k < s.work ? t : 0;
-    }
+    for (int k = 0; k < kItems; ++k) tiles[k] = sequence_unit_tiles(a, base + k, lens[k]);
   } else if (s.native) {
     // Several row blocks a sequence: each unit's sequence and row block,
     // then every length load, all in flight together, then the arithmetic.
@@ -456,8 +463,14 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
   const int32_t per_slice = tiles_per_slice(s, a.all_live, all.total, all.live, all.max_tiles);
 
   int32_t slices[kItems];
+  if constexpr (kItems >= kReciprocalItems) {
+    const Reciprocal by_per_slice(per_slice);
 #pragma unroll
-  for (int k = 0; k < kItems; ++k) slices[k] = unit_slices(tiles[k], per_slice);
+    for (int k = 0; k < kItems; ++k) slices[k] = unit_slices(tiles[k], by_per_slice);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) slices[k] = unit_slices(tiles[k], per_slice);
+  }
   int32_t firsts[kItems];
   int32_t end = 0;
   Primitives::exclusive_sum(slices, firsts, end, temp);

@@ -75,4 +75,30 @@ class Divisor {
   int32_t shift_ = 31;
 };
 
+// Division of many dividends in [0, 2^31) by a divisor d >= 1 that only the
+// device knows (a unit's slices by the step's tiles a slice, which
+// tiles_per_slice keeps at least 1; nothing here checks it): one 32-bit
+// division for the reciprocal m = floor((2^32 - 1) / d), then a widening
+// multiply, a multiply-add and two compares a dividend. m is at least
+// 2^32 / d - 1, so q = n * m >> 32 is floor(n / d) or one less (n < 2^31
+// keeps n * (2^32 / d - m) / 2^32 under a half), and r = n - q * d lies
+// in [0, 2d): ceil(n / d) is q + (r > 0) + (r > d).
+class Reciprocal {
+ public:
+  IDXPLAN_HD explicit Reciprocal(int32_t d)
+      : d_(static_cast<uint32_t>(d)), m_(0xFFFFFFFFu / static_cast<uint32_t>(d)) {}
+
+  // ceil(n / d), for 0 <= n < 2^31.
+  IDXPLAN_HD int32_t divide_up(int32_t n) const {
+    const auto u = static_cast<uint32_t>(n);
+    const auto q = static_cast<uint32_t>((uint64_t{u} * m_) >> 32);
+    const uint32_t r = u - q * d_;
+    return static_cast<int32_t>(q + (r > 0 ? 1u : 0u) + (r > d_ ? 1u : 0u));
+  }
+
+ private:
+  uint32_t d_;
+  uint32_t m_;
+};
+
 }  // namespace idxplan

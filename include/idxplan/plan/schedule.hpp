@@ -151,6 +151,11 @@ IDXPLAN_HD int32_t unit_slices(int32_t tiles, int32_t per_slice) {
   const int32_t slices = detail::ceil_div32(tiles, per_slice);
   return slices < kMaxScheduleSlots ? slices : kMaxScheduleSlots;
 }
+// The same for a thread's many units, by the reciprocal of tiles_per_slice.
+IDXPLAN_HD int32_t unit_slices(int32_t tiles, const Reciprocal& per_slice) {
+  const int32_t slices = per_slice.divide_up(tiles);
+  return slices < kMaxScheduleSlots ? slices : kMaxScheduleSlots;
+}
 
 // The step-wide facts tiles_per_slice needs, combined unit by unit (a block
 // reduction on the device, a loop on the CPU).

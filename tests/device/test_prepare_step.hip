@@ -603,9 +603,14 @@ TEST(LaunchGrid, GivesANativeScheduleOfAUnitALaneToTheWarps) {
   a.schedule.native = true;
   a.schedule.work = device::detail::Primitives::kWarpSize;
   EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 0);  // prepare_step_kernel<0>
+  // kSmallWarps warps a block, two slots a lane.
+  namespace dd = device::detail;
+  EXPECT_EQ(dd::kSmallSlotsPerBlock, 2 * dd::kSmallWarps * dd::Primitives::kWarpSize);
+  EXPECT_EQ(device::launch_grid(a, 1024).end[0], 1024 / dd::kSmallSlotsPerBlock);
   EXPECT_EQ(device::shared_bytes(a), 0u);
   a.schedule.work += 1;
   EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 1);
+  EXPECT_EQ(device::launch_grid(a, 1024).end[0], 1024 / device::kSlotsPerBlock);
   EXPECT_GT(device::shared_bytes(a), 0u);
   a.schedule.native = false;  // flattened rows: the blocks' schedule at any size
   a.schedule.work = 4;

@@ -53,7 +53,7 @@ inline constexpr int kReciprocalItems = 8;
 
 // The parts of a launch, in grid order.
 enum class Part : int32_t {
-  schedule,         // decode_schedule, kSlotsPerBlock slots a block
+  schedule,         // decode_schedule, kSlotsPerBlock slots a block (the warps': kSmallSlotsPerBlock)
   packed_offsets,   // prefill_query_start_loc
   contexts,         // context_lens of the launch's requests
   decode_rows,      // decode_row_lens, decode_block_ends, a request a thread
@@ -69,6 +69,17 @@ using Primitives = BlockPrimitives<kPrepareThreads>;
 // Whether schedule `s` is the warps' (write_small_schedule_slots): native,
 // and at most a unit a lane of one warp.
 IDXPLAN_HD bool small_schedule(const ScheduleShape& s) { return s.native && s.work <= Primitives::kWarpSize; }
+
+// The warps' schedule runs on the first kSmallWarps warps of each of its
+// blocks, two slots a lane; the block's other warps leave at once. Every
+// warp computes the whole schedule, so eight of them on one SM wait on
+// each other's issue: on the H200, two a block rather than eight took
+// decode_4's kernel from 1.51 to 1.42 us, decode_16's from 1.70 to 1.52
+// and decode_32's from 1.76 to 1.69 (100 steps in a graph); one a block
+// read 0.01-0.03 us slower than two.
+inline constexpr int kSmallWarps = 2;
+inline constexpr int kSmallThreads = kSmallWarps * Primitives::kWarpSize;
+inline constexpr int kSmallSlotsPerBlock = 2 * kSmallThreads;
 
 }  // namespace detail
 
@@ -106,8 +117,8 @@ IDXPLAN_HD int64_t decode_table_items(const StepArgs& a) {
 }
 
 // The grid of launch `a`: each part gets a block per kPrepareThreads items
-// (per kSlotsPerBlock slots for the schedule), up to `max_blocks`, a few a
-// CU of the GPU it runs on.
+// (per kSlotsPerBlock slots for the schedule, kSmallSlotsPerBlock for the
+// warps'), up to `max_blocks`, a few a CU of the GPU it runs on.
 inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   using idxplan::detail::ceil_div;
   const auto blocks = [max_blocks](int64_t items, int64_t per_block) {
@@ -115,8 +126,11 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   };
   const bool decode = a.writes_decode;
   const bool schedule = decode && a.schedule.present();
+  const bool small = schedule && detail::small_schedule(a.schedule);
   int32_t count[kParts] = {
-      schedule ? static_cast<int32_t>(ceil_div(a.schedule.num_ctas, kSlotsPerBlock)) : 0,
+      schedule ? static_cast<int32_t>(ceil_div(a.schedule.num_ctas, small ? detail::kSmallSlotsPerBlock
+                                                                           : kSlotsPerBlock))
+               : 0,
       blocks(int64_t{a.word_end} - a.word_begin, kPrepareThreads),
       blocks(int64_t{a.request_end} - a.request_begin, kPrepareThreads),
       decode ? blocks(decode_row_items(a), kPrepareThreads) : 0,
@@ -126,7 +140,7 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   LaunchGrid g;
   int32_t total = 0;
   for (int p = 0; p < kParts; ++p) g.end[p] = total += count[p];
-  if (schedule && detail::small_schedule(a.schedule)) {
+  if (small) {
     g.units_per_thread = 0;
   } else if (schedule) {
     const int64_t per_thread = ceil_div(a.schedule.work, kPrepareThreads);
@@ -246,13 +260,13 @@ __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
 template <class At>
 __device__ __forceinline__ void store_slots(int4* schedule, int32_t num_ctas, Divisor by_row_blocks,
                                             int32_t block_first, int32_t end, int32_t lo, int32_t hi, const At& at) {
-  constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
+  constexpr int kSlots = kSmallSlotsPerBlock / kSmallThreads;
   const int tid = static_cast<int>(threadIdx.x);
   int32_t slot[kSlots], unit[kSlots], unit_first[kSlots];
   const bool busy = block_first < end;
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) {
-    slot[k] = block_first + k * kPrepareThreads + tid;
+    slot[k] = block_first + k * kSmallThreads + tid;
     unit[k] = lo;
     unit_first[k] = at(lo);
   }
@@ -286,7 +300,7 @@ __device__ __forceinline__ void store_slots(int4* schedule, int32_t num_ctas, Di
 template <int kUnits>
 __device__ __forceinline__ void store_gathered_slots(const StepArgs& a, int32_t block, int32_t slices) {
   static_assert(kUnits <= Primitives::kWarpSize, "a unit a lane");
-  constexpr int kSlots = kSlotsPerBlock / kPrepareThreads;
+  constexpr int kSlots = kSmallSlotsPerBlock / kSmallThreads;
   int32_t counts[kUnits];
 #pragma unroll
   for (int u = 0; u < kUnits; ++u) counts[u] = Primitives::warp_broadcast(slices, u);
@@ -295,7 +309,7 @@ __device__ __forceinline__ void store_gathered_slots(const StepArgs& a, int32_t 
   int32_t slot[kSlots], unit[kSlots], unit_first[kSlots], unit_count[kSlots];
 #pragma unroll
   for (int k = 0; k < kSlots; ++k) {
-    slot[k] = block * kSlotsPerBlock + k * kPrepareThreads + static_cast<int>(threadIdx.x);
+    slot[k] = block * kSmallSlotsPerBlock + k * kSmallThreads + static_cast<int>(threadIdx.x);
     unit[k] = 0;
     unit_first[k] = 0;
     unit_count[k] = counts[0];
@@ -329,7 +343,7 @@ __device__ __forceinline__ void store_gathered_slots(const StepArgs& a, int32_t 
 __device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, int32_t block) {
   constexpr int kWarpSize = Primitives::kWarpSize;
   __shared__ typename Primitives::TempStorage temp;
-  __shared__ int32_t firsts[Primitives::kWarps][kWarpSize + 1];  // each warp's own
+  __shared__ int32_t firsts[kSmallWarps][kWarpSize + 1];  // each warp's own
   const ScheduleShape& s = a.schedule;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   int32_t* const first = firsts[threadIdx.x / kWarpSize];
@@ -364,7 +378,7 @@ __device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, in
   if (lane == 0) first[kWarpSize] = end;
   Primitives::warp_sync();
   store_slots(reinterpret_cast<int4*>(a.out.decode_schedule.data), s.num_ctas, a.by_row_blocks,
-              block * kSlotsPerBlock, end, 0, s.work - 1, [first](int32_t u) { return first[u]; });
+              block * kSmallSlotsPerBlock, end, 0, s.work - 1, [first](int32_t u) { return first[u]; });
 }
 
 // The decode schedule's slots [block * kSlotsPerBlock, + kSlotsPerBlock).
@@ -671,7 +685,7 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
   // a graph), and the larger steps' by 0.03-0.12 us.
   if (b < grid.end[0]) {
     if constexpr (kItems == 0) {
-      write_small_schedule_slots(a, b);
+      if (tid < detail::kSmallThreads) write_small_schedule_slots(a, b);
     } else {
       write_schedule_slots<kItems>(a, b, first);
     }

@@ -33,6 +33,7 @@ import triton
 import triton.language as tl
 
 import idxplan
+from bench_steps import mtp_decodes
 
 SCHEDULER = "_pa_mqa_logits_mxfp4_sched_kernel"
 ARGS = ["context_lens_ptr", "sched_ptr", "batch", "next_n", "num_ctas",
@@ -72,10 +73,6 @@ def _load_store(src, dst):
     tl.store(dst, tl.load(src))
 
 
-def spread_context(r):
-    return 1024 + (r * 104729) % (200000 - 1024)
-
-
 def warm_up():
     """About 20 ms of a GPU spin before a timing, so that the clocks are up when it
     starts, as idxplan_bench_prepare spins its SMs before each of its timings."""
@@ -112,8 +109,7 @@ class Step:
         config = idxplan.deepseek_v41_config(cus)
         config.update(max_num_seqs=4096, max_num_batched_tokens=32768)  # idxplan_bench_prepare's
         geometry = idxplan.make_geometry(**config)
-        qsl = [2 * r for r in range(n + 1)]
-        lens = [spread_context(r) for r in range(n)]
+        qsl, lens = mtp_decodes(n)
         plan = idxplan.Planner(geometry).plan(qsl, lens).copy()
         shape = plan.decode.schedule
         if shape is None:

@@ -31,27 +31,10 @@ from idxplan import vllm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vllm_reference  # noqa: E402
+from bench_steps import mixed_1024, mtp_decodes  # noqa: E402
 
 STEPS = 300
 ROUNDS = 7
-
-
-def spread_context(r):
-    return 1024 + (r * 104729) % (200000 - 1024)
-
-
-def mtp_decodes(n):
-    return [2 * r for r in range(n + 1)], [spread_context(r) for r in range(n)]
-
-
-def mixed_1024():
-    qsl, lens = mtp_decodes(1016)
-    qsl.append(qsl[-1] + 8192)
-    lens.append(1048576)
-    for r in range(7):
-        qsl.append(qsl[-1] + 200 + 300 * r)
-        lens.append(200 + 300 * r)
-    return qsl, lens
 
 
 CASES = [("empty", [0], []), ("decode_4", *mtp_decodes(4)), ("decode_64", *mtp_decodes(64)),

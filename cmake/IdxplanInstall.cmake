@@ -2,7 +2,8 @@
 # SPDX-FileCopyrightText: Copyright idxplan contributors
 # Installs the headers and a CMake package, so that find_package(idxplan CONFIG)
 # gives the same idxplan::idxplan as add_subdirectory and FetchContent do,
-# and idxplan::hip and idxplan::cuda as the components hip and cuda.
+# and idxplan::hip, idxplan::cuda and idxplan::json as the components hip,
+# cuda and json.
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY include/idxplan DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

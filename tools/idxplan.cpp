@@ -15,11 +15,11 @@
 #include <fmt/format.h>
 
 #include "replay_cli.hpp"
-#include "step_json.hpp"
+#include "idxplan/json.hpp"
 
 namespace {
 
-using idxplan::tool::json;
+using nlohmann::json;
 
 constexpr int kUsageExit = 2;
 constexpr int kBadInputExit = 2;
@@ -55,7 +55,7 @@ json builtin_step() {
   return {{"config", config}, {"step", {{"query_start_loc", qsl}, {"seq_lens", lens}}}};
 }
 
-void print_summary(const idxplan::tool::PlannedStep& s) {
+void print_summary(const idxplan::PlannedStep& s) {
   const idxplan::StepPlan& p = s.plan;
   fmt::print("step: {} requests, {} tokens, longest {} tokens\n", p.num_reqs, p.num_tokens,
              p.max_seq_len);
@@ -140,10 +140,9 @@ int run(int argc, char** argv) {
       }
       request = json::parse(file);
     }
-    idxplan::tool::PlannedStep planned =
-        idxplan::tool::plan_request(idxplan::tool::parse_step_request(request));
+    idxplan::PlannedStep planned = idxplan::plan_request(idxplan::parse_step_request(request));
     if (as_json) {
-      std::cout << idxplan::tool::to_json(planned).dump() << '\n';
+      std::cout << idxplan::plan_to_json(planned).dump() << '\n';
     } else {
       print_summary(planned);
     }

@@ -20,9 +20,11 @@
 
 #include "idxplan/idxplan.hpp"
 #include "scheduler.hpp"
-#include "step_json.hpp"
+#include "idxplan/json.hpp"
 
 namespace idxplan::tool {
+
+using nlohmann::json;
 
 // Reads a Mooncake trace: one JSON object a line with timestamp (ms),
 // input_length, output_length and hash_ids; at most `limit` requests (0:
@@ -123,7 +125,7 @@ struct ReplayFailure : std::runtime_error {
 };
 
 inline json step_request_json(const IndexerConfig& c, const Step& s) {
-  return {{"config", config_json(c)},
+  return {{"config", config_to_json(c)},
           {"step", {{"query_start_loc", s.query_start_loc}, {"seq_lens", s.seq_lens},
                     {"num_tokens", s.num_tokens}}}};
 }

@@ -20,7 +20,7 @@
 
 #include "arrays.hpp"
 #include "idxplan/idxplan.hpp"
-#include "step_json.hpp"
+#include "idxplan/json.hpp"
 #include "vllm.hpp"
 #if defined(IDXPLAN_PYTHON_DEVICE)
 #include "device.hpp"
@@ -54,10 +54,10 @@ py::dict config_dict(const IndexerConfig& c) {
 }
 
 // The config as JSON text (the package serialises the caller's keyword
-// arguments), read by the idxplan command's own reader: the same keys, the
-// same checks, the same messages.
+// arguments), read by idxplan/json.hpp's config_from_json, as the idxplan
+// command reads it: the same keys, the same checks, the same messages.
 Geometry make_geometry_from_json(const std::string& text) {
-  return make_geometry(tool::detail::to_config(tool::json::parse(text)));
+  return make_geometry(config_from_json(nlohmann::json::parse(text)));
 }
 
 // ---------------------------------------------------------------- the planner
@@ -401,7 +401,7 @@ PYBIND11_MODULE(_idxplan, m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const tool::json::exception& e) {
+    } catch (const nlohmann::json::exception& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }
   });
@@ -409,9 +409,8 @@ PYBIND11_MODULE(_idxplan, m) {
   m.def("_deepseek_v41_config", [](int32_t cus) { return config_dict(deepseek_v41_config(cus)); });
   m.def("_make_geometry_json", &make_geometry_from_json);
   m.def("_plan_json_text", [](const std::string& text) {
-    tool::PlannedStep planned =
-        tool::plan_request(tool::parse_step_request(tool::json::parse(text)));
-    return tool::to_json(planned).dump();
+    PlannedStep planned = plan_request(parse_step_request(nlohmann::json::parse(text)));
+    return plan_to_json(planned).dump();
   });
 
   py::class_<CacheLayout>(m, "CacheLayout", "aiter's layout of one page of the MXFP4 cache.")

@@ -4,7 +4,9 @@
 #       -DCXX_COMPILER=<c> [-DHIPCC=<hipcc>] [-DHIP_CLANG=<clang++ 22>] [-DNVCC=<nvcc>]
 #       -P check_consumer.cmake
 # Builds the consumer project against idxplan the way HOW says, then runs
-# it. HOW: find_package, add_subdirectory, find_package_hip (needs HIPCC),
+# it. HOW: find_package, find_package_json (the json component, which
+# needs nlohmann-json), add_subdirectory (with idxplan::json, so also
+# nlohmann-json), find_package_hip (needs HIPCC),
 # find_package_hip_clang22 (needs HIP_CLANG and Debian's HIP: gfx950),
 # find_package_cuda (needs NVCC); tests/consumer/CMakeLists.txt skips those
 # where their compiler is not found.
@@ -14,7 +16,9 @@ endfunction()
 
 set(cxx ${CXX_COMPILER})
 set(consumer_args)
-if(HOW STREQUAL "find_package_hip")
+if(HOW STREQUAL "find_package_json" OR HOW STREQUAL "add_subdirectory")
+  list(APPEND consumer_args -DIDXPLAN_JSON=ON)
+elseif(HOW STREQUAL "find_package_hip")
   set(cxx ${HIPCC})
   list(APPEND consumer_args -DIDXPLAN_DEVICE=hip -DGPU_TARGETS=gfx90a)
 elseif(HOW STREQUAL "find_package_hip_clang22")

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "step_json.hpp"
+#include "idxplan/json.hpp"
 
 namespace {
 
@@ -21,18 +21,18 @@ constexpr int64_t kMaxTableWords = int64_t{1} << 24;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
-  using idxplan::tool::json;
+  using nlohmann::json;
   try {
     const json input = json::parse(std::string(reinterpret_cast<const char*>(data), size));
-    const idxplan::tool::StepRequest request = idxplan::tool::parse_step_request(input);
+    const idxplan::StepRequest request = idxplan::parse_step_request(input);
     const idxplan::Geometry g = idxplan::make_geometry(request.config);
     const int64_t reqs = static_cast<int64_t>(request.seq_lens.size());
     if (reqs * g.max_blocks_per_seq() > kMaxTableWords ||
         int64_t{g.max_decode_rows()} * g.max_blocks_per_seq() > kMaxTableWords) {
       return 0;
     }
-    idxplan::tool::PlannedStep planned = idxplan::tool::plan_request(request);
-    const std::string out = idxplan::tool::to_json(planned).dump();
+    idxplan::PlannedStep planned = idxplan::plan_request(request);
+    const std::string out = idxplan::plan_to_json(planned).dump();
     if (out.empty()) __builtin_trap();
   } catch (const json::exception&) {
   } catch (const idxplan::ConfigError&) {

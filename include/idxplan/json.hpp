@@ -2,8 +2,12 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The idxplan command's JSON (docs/design.md section 7): a step in, its plan and
-// the CPU reference's buffers out.
+// The step and plan JSON of docs/cli.md (docs/design.md section 7), for any
+// front end: a step in, its plan and the CPU reference's buffers out. The
+// idxplan command and the Python module both read and write it through this
+// header. Optional: it needs nlohmann-json where it is included (CMake:
+// idxplan::json, the package's json component), and idxplan.hpp does not
+// include it.
 
 #include <cstdint>
 #include <limits>
@@ -15,11 +19,9 @@
 
 #include "idxplan/idxplan.hpp"
 
-namespace idxplan::tool {
+namespace idxplan {
 
-using nlohmann::json;
-
-// A step as the command reads it.
+// A step as docs/cli.md's input holds it: the config and the step's arrays.
 struct StepRequest {
   IndexerConfig config;
   std::vector<int32_t> query_start_loc;
@@ -48,7 +50,7 @@ struct PlannedStep {
 namespace detail {
 
 template <class E = StepError>
-int32_t to_int32(const json& value, const std::string& where) {
+int32_t json_int32(const nlohmann::json& value, const std::string& where) {
   if (!value.is_number_integer()) {
     throw E(fmt::format("{} must be an integer, got {}", where, value.dump()));
   }
@@ -61,28 +63,35 @@ int32_t to_int32(const json& value, const std::string& where) {
   return static_cast<int32_t>(value.get<int64_t>());
 }
 
-inline std::vector<int32_t> to_list(const json& step, const char* key) {
+inline std::vector<int32_t> json_list(const nlohmann::json& step, const char* key) {
   if (!step.contains(key)) throw StepError(fmt::format("step.{} is missing", key));
-  const json& list = step.at(key);
+  const nlohmann::json& list = step.at(key);
   if (!list.is_array()) throw StepError(fmt::format("step.{} must be a list of integers", key));
   std::vector<int32_t> out;
   out.reserve(list.size());
   for (std::size_t i = 0; i < list.size(); ++i) {
-    out.push_back(to_int32(list[i], fmt::format("step.{}[{}]", key, i)));
+    out.push_back(json_int32(list[i], fmt::format("step.{}[{}]", key, i)));
   }
   return out;
 }
 
-inline IndexerConfig to_config(const json& j) {
+}  // namespace detail
+
+// An IndexerConfig from docs/cli.md's `config` object, IndexerConfig's
+// defaults for the keys it lacks; throws ConfigError naming the key for an
+// unknown one or a value of the wrong type or past int32. make_geometry
+// judges the values (and needs num_compute_units).
+inline IndexerConfig config_from_json(const nlohmann::json& j) {
+  using detail::json_int32;
   if (!j.is_object()) throw ConfigError("config must be an object");
   IndexerConfig c;
   for (const auto& item : j.items()) {
     // Not a structured binding: C++17 lambdas cannot capture one.
     const std::string& key = item.key();
-    const json& value = item.value();
+    const nlohmann::json& value = item.value();
     const std::string where = "config." + key;
     auto integer = [&](auto& field) {
-      field = to_int32<ConfigError>(value, where);
+      field = json_int32<ConfigError>(value, where);
     };
     auto boolean = [&](bool& field) {
       if (!value.is_boolean()) throw ConfigError(fmt::format("{} must be true or false", where));
@@ -110,10 +119,8 @@ inline IndexerConfig to_config(const json& j) {
   return c;
 }
 
-}  // namespace detail
-
-// The config as the command reads it: every field, so it round-trips.
-inline json config_json(const IndexerConfig& c) {
+// The config as config_from_json reads it: every field, so it round-trips.
+inline nlohmann::json config_to_json(const IndexerConfig& c) {
   return {{"num_heads", c.num_heads},
           {"head_dim", c.head_dim},
           {"block_size", c.block_size},
@@ -133,17 +140,18 @@ inline json config_json(const IndexerConfig& c) {
           {"max_blocks_per_seq", c.max_blocks_per_seq}};
 }
 
-// Reads {"config": {...}, "step": {...}}; throws ConfigError or StepError
-// naming the field for anything the library would not see as wrong itself.
-inline StepRequest parse_step_request(const json& j) {
+// Reads docs/cli.md's input, {"config": {...}, "step": {...}}; throws
+// ConfigError or StepError naming the field for anything the library would
+// not see as wrong itself.
+inline StepRequest parse_step_request(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("config") || !j.contains("step")) {
     throw StepError("the input must be an object with \"config\" and \"step\"");
   }
   StepRequest r;
-  r.config = detail::to_config(j.at("config"));
+  r.config = config_from_json(j.at("config"));
   // The config first: a step is judged against it.
   (void)make_geometry(r.config);
-  const json& step = j.at("step");
+  const nlohmann::json& step = j.at("step");
   if (!step.is_object()) throw StepError("step must be an object");
   for (const auto& item : step.items()) {
     const std::string& key = item.key();
@@ -152,10 +160,10 @@ inline StepRequest parse_step_request(const json& j) {
       throw StepError(fmt::format("step has an unknown key \"{}\"", key));
     }
   }
-  r.query_start_loc = detail::to_list(step, "query_start_loc");
-  r.seq_lens = detail::to_list(step, "seq_lens");
+  r.query_start_loc = detail::json_list(step, "query_start_loc");
+  r.seq_lens = detail::json_list(step, "seq_lens");
   r.seq_lens_upper_bound =
-      step.contains("seq_lens_upper_bound") ? detail::to_list(step, "seq_lens_upper_bound") : r.seq_lens;
+      step.contains("seq_lens_upper_bound") ? detail::json_list(step, "seq_lens_upper_bound") : r.seq_lens;
   if (r.query_start_loc.empty()) throw StepError("step.query_start_loc needs at least one entry");
   const std::size_t num_reqs = r.query_start_loc.size() - 1;
   if (r.seq_lens.size() != num_reqs) {
@@ -180,7 +188,7 @@ inline StepRequest parse_step_request(const json& j) {
     }
   }
   if (step.contains("num_tokens")) {
-    r.num_tokens = detail::to_int32(step.at("num_tokens"), "step.num_tokens");
+    r.num_tokens = detail::json_int32(step.at("num_tokens"), "step.num_tokens");
     if (r.num_tokens < r.query_start_loc.back()) {
       throw StepError(fmt::format("step.num_tokens={} is below query_start_loc's last {}",
                                   r.num_tokens, r.query_start_loc.back()));
@@ -189,7 +197,9 @@ inline StepRequest parse_step_request(const json& j) {
   return r;
 }
 
-// Plans the step and runs the CPU reference of every device buffer.
+// Plans the step and runs the CPU reference of every device buffer; throws
+// StepError for an exact length below its query length, which only the
+// device would see in an engine.
 inline PlannedStep plan_request(const StepRequest& r) {
   const Geometry geometry = make_geometry(r.config);
   StepPlan plan;
@@ -215,17 +225,19 @@ inline PlannedStep plan_request(const StepRequest& r) {
 namespace detail {
 
 // `count` words of a view's array, or null for an absent one.
-inline json words(const int32_t* data, int64_t count) {
+inline nlohmann::json json_words(const int32_t* data, int64_t count) {
   if (data == nullptr) return nullptr;
-  return json(std::vector<int32_t>(data, data + count));
+  return nlohmann::json(std::vector<int32_t>(data, data + count));
 }
 
 }  // namespace detail
 
-// The plan as docs/cli.md's JSON: every key present, null where the plan has
-// none. Every per-launch array comes through the launch views of
-// plan/launches.hpp, as an engine reads them.
-inline json to_json(PlannedStep& s) {
+// The plan as docs/cli.md's output: every key present, null where the plan
+// has none. Every per-launch array comes through the launch views of
+// plan/launches.hpp, as an engine reads them; `s` is not changed (its
+// buffers give the views their addresses).
+inline nlohmann::json plan_to_json(PlannedStep& s) {
+  using nlohmann::json;
   const StepPlan& p = s.plan;
   const Geometry& g = s.geometry;
   const StepInputs in = s.inputs();
@@ -241,8 +253,8 @@ inline json to_json(PlannedStep& s) {
   if (p.has_decode()) {
     const DecodeLaunch d = decode_launch(g, p, in, out);
     const int64_t rows = int64_t{d.num_seqs} * d.next_n;
-    decode["row_lens"] = detail::words(d.row_ends, rows);
-    decode["block_ends"] = detail::words(d.block_ends, rows);
+    decode["row_lens"] = detail::json_words(d.row_ends, rows);
+    decode["block_ends"] = detail::json_words(d.block_ends, rows);
     decode["native"] = p.decode.native.present()
                            ? json{{"next_n", d.next_n}, {"num_seqs", d.num_seqs}}
                            : json(nullptr);
@@ -250,7 +262,7 @@ inline json to_json(PlannedStep& s) {
     decode["block_table"] = d.in_place ? "engine" : "decode_block_table";
     decode["schedule"] = d.schedule != nullptr
                              ? json{{"num_ctas", d.num_ctas},
-                                    {"words", detail::words(d.schedule, int64_t{kDescriptorWords} * d.num_ctas)}}
+                                    {"words", detail::json_words(d.schedule, int64_t{kDescriptorWords} * d.num_ctas)}}
                              : json(nullptr);
   }
   j["decode"] = decode;
@@ -271,10 +283,10 @@ inline json to_json(PlannedStep& s) {
                        {"requests", requests},
                        {"width", l.width},
                        {"use_gather", l.use_gather},
-                       {"query_start_loc", detail::words(l.query_start_loc, l.num_reqs + 1)},
-                       {"context_lens", detail::words(l.context_lens, l.num_reqs)},
-                       {"row_ends", detail::words(l.row_ends, rows)},
-                       {"block_ends", detail::words(l.block_ends, rows)}});
+                       {"query_start_loc", detail::json_words(l.query_start_loc, l.num_reqs + 1)},
+                       {"context_lens", detail::json_words(l.context_lens, l.num_reqs)},
+                       {"row_ends", detail::json_words(l.row_ends, rows)},
+                       {"block_ends", detail::json_words(l.block_ends, rows)}});
   }
   j["prefill"] = prefill;
   json launches = json::array();
@@ -284,10 +296,10 @@ inline json to_json(PlannedStep& s) {
                         {"token_end", l.token_end},
                         {"request", l.request},
                         {"context_len", *l.context_len},
-                        {"row_ends", detail::words(l.row_ends, l.token_end - l.token_start)}});
+                        {"row_ends", detail::json_words(l.row_ends, l.token_end - l.token_start)}});
   }
   j["gather_launches"] = launches;
   return j;
 }
 
-}  // namespace idxplan::tool
+}  // namespace idxplan

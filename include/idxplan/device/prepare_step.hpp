@@ -755,7 +755,12 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
 // before it, then the tile's rows written, each finding its request among
 // the tile's. A kernel of its own, launched after the step's, so that the
 // step's kernel keeps its registers (in it, ptxas spilled the schedule's
-// variants).
+// variants). A template with no parameter a caller sets, for its linkage,
+// as rocPRIM's and CUB's kernels are templates: a kernel in a header that is
+// neither a template nor static is defined again in every translation unit
+// that includes it, and an engine with two such sources would not link
+// (tests/device's test_prepare_step links two).
+template <int = 0>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0) key_bounds_kernel(const StepArgs a) {
   __shared__ GroupWords group_words;
   __shared__ typename Primitives::TempStorage temp;
@@ -821,7 +826,7 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   }
   check(rt::last_error(), "prepare_step_kernel launch");
   if (writes_key_bounds(a) && a.num_groups > 0) {
-    detail::key_bounds_kernel<<<static_cast<uint32_t>(a.num_groups), kPrepareThreads, 0, stream>>>(a);
+    detail::key_bounds_kernel<><<<static_cast<uint32_t>(a.num_groups), kPrepareThreads, 0, stream>>>(a);
     check(rt::last_error(), "key_bounds_kernel launch");
   }
 }

@@ -43,18 +43,6 @@ IndexerConfig every_field_set() {
   return c;
 }
 
-// The message of the exception E that `f` throws, or a failure.
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception of the expected type";
-  return {};
-}
-
 TEST(ConfigJson, RoundTripsEveryField) {
   const IndexerConfig c = every_field_set();
   const json written = config_to_json(c);
@@ -74,18 +62,18 @@ TEST(ConfigJson, MissingKeysTakeTheDefaults) {
 }
 
 TEST(ConfigJson, RefusesWhatNoFieldHoldsNamingTheKey) {
-  EXPECT_NE(message_of<ConfigError>([] { (void)config_from_json(json::array()); }).find("config must be an object"),
+  EXPECT_NE(test::error_of<ConfigError>([] { (void)config_from_json(json::array()); }).find("config must be an object"),
             std::string::npos);
-  EXPECT_NE(message_of<ConfigError>([] { (void)config_from_json(json{{"num_heds", 64}}); })
+  EXPECT_NE(test::error_of<ConfigError>([] { (void)config_from_json(json{{"num_heds", 64}}); })
                 .find("unknown key \"num_heds\""),
             std::string::npos);
-  EXPECT_NE(message_of<ConfigError>([] { (void)config_from_json(json{{"head_dim", "128"}}); })
+  EXPECT_NE(test::error_of<ConfigError>([] { (void)config_from_json(json{{"head_dim", "128"}}); })
                 .find("config.head_dim must be an integer, got \"128\""),
             std::string::npos);
-  EXPECT_NE(message_of<ConfigError>([] { (void)config_from_json(json{{"sparse_logits", 0}}); })
+  EXPECT_NE(test::error_of<ConfigError>([] { (void)config_from_json(json{{"sparse_logits", 0}}); })
                 .find("config.sparse_logits must be true or false"),
             std::string::npos);
-  EXPECT_NE(message_of<ConfigError>([] { (void)config_from_json(json{{"max_num_seqs", int64_t{1} << 31}}); })
+  EXPECT_NE(test::error_of<ConfigError>([] { (void)config_from_json(json{{"max_num_seqs", int64_t{1} << 31}}); })
                 .find("config.max_num_seqs=2147483648 does not fit int32"),
             std::string::npos);
 }
@@ -108,17 +96,19 @@ TEST(StepRequestJson, ThrowsConfigErrorForTheConfigAndStepErrorForTheStep) {
   json bad_config = small_request();
   bad_config["config"]["max_model_len"] = -1;  // refused by make_geometry, before the step
   bad_config["step"]["seq_lens"] = {1};
-  EXPECT_NE(message_of<ConfigError>([&] { (void)parse_step_request(bad_config); }).find("max_model_len"),
+  EXPECT_NE(test::error_of<ConfigError>([&] { (void)parse_step_request(bad_config); }).find("max_model_len"),
             std::string::npos);
   json bad_step = small_request();
   bad_step["step"]["seq_lens"][3] = -2;
-  EXPECT_NE(message_of<StepError>([&] { (void)parse_step_request(bad_step); }).find("step.seq_lens[3]=-2 is negative"),
+  EXPECT_NE(test::error_of<StepError>([&] { (void)parse_step_request(bad_step); })
+                .find("step.seq_lens[3]=-2 is negative"),
             std::string::npos);
   bad_step = small_request();
   bad_step["step"]["sequence_lengths"] = {1};
-  EXPECT_NE(message_of<StepError>([&] { (void)parse_step_request(bad_step); }).find("unknown key \"sequence_lengths\""),
+  EXPECT_NE(test::error_of<StepError>([&] { (void)parse_step_request(bad_step); })
+                .find("unknown key \"sequence_lengths\""),
             std::string::npos);
-  EXPECT_NE(message_of<StepError>([] { (void)parse_step_request(json{{"step", json::object()}}); })
+  EXPECT_NE(test::error_of<StepError>([] { (void)parse_step_request(json{{"step", json::object()}}); })
                 .find("\"config\" and \"step\""),
             std::string::npos);
 }
@@ -164,7 +154,7 @@ TEST(PlanRequestJson, RefusesAnExactLengthBelowItsQueryLength) {
   json request = small_request();
   request["step"]["seq_lens"][4] = 2;  // its query is 3 rows
   request["step"]["seq_lens_upper_bound"] = {400, 130, 4, 2, 300};
-  EXPECT_NE(message_of<StepError>([&] { (void)plan_request(parse_step_request(request)); })
+  EXPECT_NE(test::error_of<StepError>([&] { (void)plan_request(parse_step_request(request)); })
                 .find("step.seq_lens[4]=2 is below its query length 3"),
             std::string::npos);
 }

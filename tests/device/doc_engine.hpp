@@ -40,8 +40,8 @@ inline int32_t block_table_stride = 0;
 inline idxplan::device::Stream stream = nullptr;
 inline const void* q_decode = nullptr;
 inline const char* q = nullptr;
-inline std::string step_text;  // docs/cli.md's input, as text
 inline int64_t q_row_bytes = 0;
+inline std::string step_text;  // docs/cli.md's input, as text
 
 inline int32_t* my_alloc_int32(int64_t) { return nullptr; }
 inline idxplan::StepOutputs my_step_buffers(const idxplan::StepBufferSizes&) { return {}; }

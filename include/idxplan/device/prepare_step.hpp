@@ -759,7 +759,7 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
 // as rocPRIM's and CUB's kernels are templates: a kernel in a header that is
 // neither a template nor static is defined again in every translation unit
 // that includes it, and an engine with two such sources would not link
-// (tests/device's test_prepare_step links two).
+// (tests/device's test_prepare_step links four).
 template <int = 0>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0) key_bounds_kernel(const StepArgs a) {
   __shared__ GroupWords group_words;

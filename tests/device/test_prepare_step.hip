@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 // The fused prepare kernel against the CPU reference, word for word. Built by
-// nvcc (run on the H200) and by hipcc (compiled for gfx90a and gfx940).
+// nvcc (run on the H200) and by hipcc (compiled for gfx90a and gfx940), and
+// by the host compiler onto the CPU stand-in for a GPU (tests/cpu_device),
+// as NVIDIA's and as AMD's, where every CPU build runs it.
 
 #include <algorithm>
 #include <cstdint>
@@ -454,9 +456,9 @@ TEST_F(PrepareStep, EagerPrepareThenAReplayedConsumerGraphSeesEachStep) {
   device::rt::Graph graph = nullptr;
   device::rt::GraphExec exec = nullptr;
   device::check(device::rt::begin_capture(stream_), "begin_capture");
-  consume_decode<<<8, 256, 0, stream_>>>(out.decode_row_lens.data, out.decode_block_ends.data,
-                                         out.context_lens.data, out.decode_schedule.data, rows, seqs,
-                                         schedule_words, sink.data());
+  IDXPLAN_KERNEL_LAUNCH(consume_decode, 8, 256, 0, stream_)(out.decode_row_lens.data, out.decode_block_ends.data,
+                                                           out.context_lens.data, out.decode_schedule.data, rows,
+                                                           seqs, schedule_words, sink.data());
   device::check(device::rt::end_capture(stream_, &graph), "end_capture");
   device::check(device::rt::graph_instantiate(&exec, graph), "graph_instantiate");
 

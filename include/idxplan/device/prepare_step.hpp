@@ -675,7 +675,7 @@ template <int kItems>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
     prepare_step_kernel(const LaunchGrid grid, const StepArgs a) {
   __shared__ GroupWords group_words;
-  extern __shared__ int32_t first[];  // shared_bytes(): the schedule's scan
+  int32_t* const first = dynamic_shared_words();  // shared_bytes(): the schedule's scan
   const int tid = static_cast<int>(threadIdx.x);
   const auto b = static_cast<int32_t>(blockIdx.x);
 
@@ -814,7 +814,7 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   check_step_args(a);
   const std::size_t shared = shared_bytes(a);
   const auto blocks = static_cast<uint32_t>(grid.blocks());
-  const auto go = [&](auto kernel) { kernel<<<blocks, kPrepareThreads, shared, stream>>>(grid, a); };
+  const auto go = [&](auto kernel) { IDXPLAN_KERNEL_LAUNCH(kernel, blocks, kPrepareThreads, shared, stream)(grid, a); };
   switch (grid.units_per_thread) {
     case 0: go(detail::prepare_step_kernel<0>); break;
     case 1: go(detail::prepare_step_kernel<1>); break;
@@ -826,7 +826,8 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   }
   check(rt::last_error(), "prepare_step_kernel launch");
   if (writes_key_bounds(a) && a.num_groups > 0) {
-    detail::key_bounds_kernel<><<<static_cast<uint32_t>(a.num_groups), kPrepareThreads, 0, stream>>>(a);
+    IDXPLAN_KERNEL_LAUNCH(detail::key_bounds_kernel<>, static_cast<uint32_t>(a.num_groups), kPrepareThreads, 0,
+                          stream)(a);
     check(rt::last_error(), "key_bounds_kernel launch");
   }
 }

@@ -11,7 +11,14 @@
 // hipcc defines __HIP_PLATFORM_AMD__ through hip_runtime.h, which is why a
 // HIP compile (__HIP__) also takes this branch; scan.hpp, included after
 // this file, then sees the macro.
-#if defined(__HIP_PLATFORM_AMD__) || defined(__HIP__)
+//
+// IDXPLAN_CPU_DEVICE, which only the tests' CPU builds define, puts the
+// tests' CPU stand-in for a GPU (tests/cpu_device) in the runtime's place:
+// the kernel's own code then runs on the CPU, under the sanitizers, as
+// CUDA's (or, with __HIP_PLATFORM_AMD__, HIP's and rocPRIM's) names there say.
+#if defined(IDXPLAN_CPU_DEVICE)
+#include <cpu_device/runtime.hpp>
+#elif defined(__HIP_PLATFORM_AMD__) || defined(__HIP__)
 #include <hip/hip_runtime.h>
 #elif defined(__CUDACC__)
 #include <cuda_runtime.h>
@@ -36,7 +43,28 @@
 #define IDXPLAN_LAUNCH_BOUNDS(threads, cuda_min_blocks) __launch_bounds__(threads, cuda_min_blocks)
 #endif
 
+// kernel<<<blocks, threads, shared, stream>>>(args...), spelled
+// IDXPLAN_KERNEL_LAUNCH(kernel, blocks, threads, shared, stream)(args...) so
+// that the tests' CPU stand-in runs it too.
+#if defined(IDXPLAN_CPU_DEVICE)
+#define IDXPLAN_KERNEL_LAUNCH(kernel, blocks, threads, shared, stream) \
+  ::cpu_device::launch(kernel, blocks, threads, shared, stream)
+#else
+#define IDXPLAN_KERNEL_LAUNCH(kernel, blocks, threads, shared, stream) kernel<<<blocks, threads, shared, stream>>>
+#endif
+
 namespace idxplan::device {
+
+// The launch's dynamic shared memory, as words.
+#if defined(IDXPLAN_CPU_DEVICE)
+inline int32_t* dynamic_shared_words() { return static_cast<int32_t*>(cpu_device::dynamic_shared()); }
+#else
+// (An extern declaration names a variable of the namespace, hence its long name.)
+__device__ __forceinline__ int32_t* dynamic_shared_words() {
+  extern __shared__ int32_t dynamic_shared_memory[];
+  return dynamic_shared_memory;
+}
+#endif
 
 // Whether the blocks' schedule reads a thread's lengths four a load, at 16
 // and 32 units a thread (prepare_step.hpp), which was measured on the H200

@@ -10,18 +10,21 @@
 //
 // Both are built for latency, which is all a step's few thousand units cost:
 // the scan runs warp scans and one exchange between warps; the reduction
-// runs warp reductions (the redux instruction from sm_80 on), one barrier,
-// and every thread combines the warps' partials itself, so no second barrier
-// broadcasts a result. The stats' tiles are never negative. Their warp_
-// versions serve a schedule of one unit a lane, which every warp computes
-// on its own with no barrier at all.
+// runs warp reductions (the redux instruction from sm_80 on, and on the
+// tests' CPU stand-in, tests/cpu_device), one barrier, and every thread
+// combines the warps' partials itself, so no second barrier broadcasts a
+// result. The stats' tiles are never negative. Their warp_ versions serve a
+// schedule of one unit a lane, which every warp computes on its own with no
+// barrier at all.
 
 #include <cstdint>
 
 #include "idxplan/device/runtime.hpp"
 #include "idxplan/plan/schedule.hpp"
 
-#if defined(__HIP_PLATFORM_AMD__)
+#if defined(IDXPLAN_CPU_DEVICE)
+// runtime.hpp's CPU stand-in has the few CUB and rocPRIM names used here.
+#elif defined(__HIP_PLATFORM_AMD__)
 #include <rocprim/block/block_scan.hpp>
 #include <rocprim/intrinsics/thread.hpp>
 #include <rocprim/intrinsics/warp_shuffle.hpp>
@@ -98,7 +101,7 @@ struct BlockPrimitives {
 #if defined(__HIP_PLATFORM_AMD__)
     TileStats mine{};
     WarpReduce().reduce(value, mine, temp.warp[warp], TileStats{});
-#elif __CUDA_ARCH__ >= 800
+#elif __CUDA_ARCH__ >= 800 || defined(IDXPLAN_CPU_DEVICE)
     const TileStats mine = redux(value);
 #else
     const TileStats mine = WarpReduce(temp.warp[warp]).Reduce(value, TileStats{});
@@ -124,7 +127,7 @@ struct BlockPrimitives {
     TileStats all{};
     WarpAllReduce().reduce(value, all, temp.warp_all[warp], TileStats{});
     return all;
-#elif __CUDA_ARCH__ >= 800
+#elif __CUDA_ARCH__ >= 800 || defined(IDXPLAN_CPU_DEVICE)
     (void)temp;
     (void)warp;
     return redux(value);
@@ -165,7 +168,7 @@ struct BlockPrimitives {
   }
 
  private:
-#if !defined(__HIP_PLATFORM_AMD__) && __CUDA_ARCH__ >= 800
+#if !defined(__HIP_PLATFORM_AMD__) && (__CUDA_ARCH__ >= 800 || defined(IDXPLAN_CPU_DEVICE))
   // The warp's stats in every lane, one redux instruction a word. A lane's
   // total is under 2^36 (32 units of under 2^31 tiles), so its halves below
   // and above bit 20 sum over a warp without overflow.

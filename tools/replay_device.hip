@@ -53,7 +53,7 @@ class DeviceHook : public tool::StepHook {
     device::check(device::rt::event_create(&stop_), "event_create");
     std::vector<double> floor;
     for (int i = 0; i < 200; ++i) {
-      floor.push_back(timed([&] { empty_kernel<<<1, 1, 0, stream_>>>(); }));
+      floor.push_back(timed([&] { IDXPLAN_KERNEL_LAUNCH(empty_kernel, 1, 1, 0, stream_)(); }));
     }
     empty_us_ = tool::Spread::of(floor).p50;
   }
@@ -104,7 +104,7 @@ class DeviceHook : public tool::StepHook {
   // launch queued behind a hold.
   template <class F>
   double timed(F&& launch) {
-    hold<<<1, 1, 0, stream_>>>(kHoldCycles);
+    IDXPLAN_KERNEL_LAUNCH(hold, 1, 1, 0, stream_)(kHoldCycles);
     device::check(device::rt::event_record(start_, stream_), "event_record");
     launch();
     device::check(device::rt::event_record(stop_, stream_), "event_record");

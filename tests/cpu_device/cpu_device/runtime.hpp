@@ -45,6 +45,11 @@ inline void __syncthreads() { cpu_device::Machine::get().block_sync(); }
 inline int __clz(int v) { return v == 0 ? 32 : __builtin_clz(static_cast<unsigned>(v)); }
 inline int __ffs(int v) { return __builtin_ffs(v); }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
+// The GPU's cycle counter: the host clock's nanoseconds.
+inline long long clock64() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 namespace cpu_device {
 

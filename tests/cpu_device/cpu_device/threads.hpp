@@ -27,6 +27,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -134,8 +135,8 @@ class Machine {
            const std::function<void()>& kernel) {
     if (running_) fail("a launch from inside a kernel", block_, thread_);
     warp_size_ = warp_size;
-    if (threads == 0 || threads > 1024 || threads % static_cast<unsigned>(warp_size_) != 0) {
-      fail("a launch's threads a block must be whole warps, at most 1024", -1, -1);
+    if (threads == 0 || threads > static_cast<unsigned>(kMaxThreads)) {
+      fail("a launch's threads a block must be 1 to 1024", -1, -1);
     }
     running_ = true;
     kernel_ = &kernel;
@@ -166,7 +167,7 @@ class Machine {
   Gathered<T, kMaxLanes> warp_gather(const T& value) {
     static_assert(sizeof(T) <= kSlotBytes, "a slot's words");
     Warp& w = warp();
-    if (w.live != warp_size_) fail("a warp operation after a lane of its warp exited", block_, thread_);
+    if (w.live != warp_size_) fail("a warp operation without all the warp's lanes", block_, thread_);
     Gathered<T, kMaxLanes> all;
     gather(w.exchange, w.barrier, value, warp_lane(), warp_size_, all);
     return all;
@@ -319,14 +320,17 @@ class Machine {
   void run_block(int b, bool backwards) {
     block_ = b;
     const int threads = static_cast<int>(threads_);
-    const int warps = threads / warp_size_;
+    const int warps = (threads + warp_size_ - 1) / warp_size_;
     live_ = threads;
     block_barrier_ = Barrier{0, threads, 0};
     block_exchange_.turn = 0;
     warps_.assign(static_cast<std::size_t>(warps), Warp{});
-    for (Warp& w : warps_) {
-      w.live = warp_size_;
-      w.barrier.expected = warp_size_;
+    for (int i = 0; i < warps; ++i) {
+      // The last warp of a block of part of a warp has only those lanes,
+      // and so no warp operation (warp_gather).
+      Warp& w = warps_[static_cast<std::size_t>(i)];
+      w.live = std::min(warp_size_, threads - i * warp_size_);
+      w.barrier.expected = w.live;
     }
     for (int t = 0; t < threads; ++t) {
       Fiber& f = fibers_[static_cast<std::size_t>(t)];

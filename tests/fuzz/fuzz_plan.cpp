@@ -10,6 +10,12 @@
 // violated invariant aborts with a message; the sanitizers catch what the
 // invariants do not (every engine array is a heap block of exactly its
 // extent, so a read past it is an ASan report).
+//
+// Built with IDXPLAN_CPU_DEVICE as fuzz_prepare, it also runs each step's
+// prepare launch (device::enqueue) on the tests' CPU stand-in for a GPU
+// (tests/cpu_device), on device copies of the same arrays: the launch
+// refuses exactly what the CPU fill refuses, and writes every word of every
+// buffer as the CPU fill does, leaving the rest as it found them.
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -21,6 +27,10 @@
 #include <vector>
 
 #include "idxplan/idxplan.hpp"
+#if defined(IDXPLAN_CPU_DEVICE)
+#include "idxplan/device/prepare_step.hpp"
+#include "idxplan/device/step_buffers.hpp"
+#endif
 
 namespace {
 
@@ -216,6 +226,72 @@ void check_buffers(const Geometry& g, const StepPlan& p, const std::vector<int32
   }
 }
 
+#if defined(IDXPLAN_CPU_DEVICE)
+// An engine array on the device: a copy of exactly its entries.
+device::DeviceArray<int32_t> on_device(const std::vector<int32_t>& host) {
+  device::DeviceArray<int32_t> d(host.size());
+  if (!host.empty()) {
+    device::check(device::rt::memcpy_to_device(d.data(), host.data(), host.size() * sizeof(int32_t)), "upload");
+  }
+  return d;
+}
+
+// The step's launch on the CPU stand-in against the CPU fill's buffers
+// (`host`, filled with -7 before, as the device's are here), or its refusal
+// (`refused`) against the fill's.
+void check_kernel(const Geometry& g, const StepPlan& plan, const std::vector<int32_t>& exact,
+                  const std::vector<int32_t>& qsl, const std::vector<int32_t>& table, const Step& s,
+                  bool always_write_table, bool key_bounds, const HostStepBuffers& host, bool refused) {
+  const device::DeviceArray<int32_t> d_exact = on_device(exact), d_qsl = on_device(qsl), d_table = on_device(table);
+  StepInputs inputs = make_step_inputs(d_exact, d_qsl, d_table, s.stride);
+  inputs.block_table_cols = s.cols;
+  const device::StepBuffers buffers(g);
+  const StepOutputs out = buffers.outputs(always_write_table, key_bounds);
+  const struct {
+    const char* name;
+    OutputBuffer device;
+    const std::vector<int32_t>& host;
+  } pairs[] = {
+      {"context_lens", out.context_lens, host.context_lens},
+      {"decode_row_lens", out.decode_row_lens, host.decode_row_lens},
+      {"decode_block_ends", out.decode_block_ends, host.decode_block_ends},
+      {"decode_block_table", out.decode_block_table, host.decode_block_table},
+      {"prefill_row_ends", out.prefill_row_ends, host.prefill_row_ends},
+      {"prefill_block_ends", out.prefill_block_ends, host.prefill_block_ends},
+      {"prefill_query_start_loc", out.prefill_query_start_loc, host.prefill_query_start_loc},
+      {"decode_schedule", out.decode_schedule, host.decode_schedule},
+      {"prefill_key_starts", out.prefill_key_starts, host.prefill_key_starts},
+      {"prefill_key_ends", out.prefill_key_ends, host.prefill_key_ends},
+  };
+  std::vector<int32_t> words;
+  for (const auto& p : pairs) {
+    if (p.device.data == nullptr) continue;
+    words.assign(static_cast<std::size_t>(p.device.capacity), -7);
+    device::check(device::rt::memcpy_to_device(p.device.data, words.data(), words.size() * sizeof(int32_t)), "poison");
+  }
+  try {
+    device::enqueue(g, plan, inputs, out, nullptr);
+  } catch (const StepError&) {
+    FUZZ_CHECK(refused);
+    return;
+  }
+  FUZZ_CHECK(!refused);
+  for (const auto& p : pairs) {
+    if (p.device.data == nullptr) continue;
+    FUZZ_CHECK(static_cast<std::size_t>(p.device.capacity) == p.host.size());
+    words.resize(p.host.size());
+    device::check(device::rt::memcpy_to_host(words.data(), p.device.data, words.size() * sizeof(int32_t)), "read");
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      if (words[i] != p.host[i]) {
+        std::fprintf(stderr, "fuzz_prepare: device %s[%zu] = %d, the CPU fill's %d\n", p.name, i, words[i],
+                     p.host[i]);
+        std::abort();
+      }
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
@@ -259,9 +335,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     for (const ChunkGroup& group : plan.chunk_groups) {
       wide_keys |= key_bounds && int64_t{group.num_reqs} * (group.max_seq_len / config.compress_ratio) > 0x7FFFFFFF;
     }
+    bool refused = false;
     try {
       fill_step_buffers(g, plan, inputs, out);
     } catch (const StepError&) {
+      refused = true;
+    }
+#if defined(IDXPLAN_CPU_DEVICE)
+    check_kernel(g, plan, exact, qsl, table, s, always_write_table, key_bounds, buffers, refused);
+#endif
+    if (refused) {
       FUZZ_CHECK(short_inputs || wide_keys);  // the only inputs left to refuse
       return 0;
     }

@@ -125,8 +125,10 @@ inline const char* error_string(Error e) {
   return e == kSuccess ? "no error" : e == kInvalidValue ? "invalid argument" : "out of memory";
 }
 
-// Compute units the device reports: 2 unless CPU_DEVICE_COMPUTE_UNITS says,
-// so that a launch's blocks stride over its items as a big step's do on a GPU.
+// The one device attribute asked for, and its value: compute units, 2
+// unless CPU_DEVICE_COMPUTE_UNITS says, so that a launch's blocks stride
+// over their items as a big step's do on a GPU.
+inline constexpr int kComputeUnitsAttribute = 16;
 inline int compute_units() {
   const char* v = std::getenv("CPU_DEVICE_COMPUTE_UNITS");
   return v != nullptr ? std::max(1, std::atoi(v)) : 2;
@@ -165,7 +167,10 @@ using cudaGraphExec_t = cpu_device::Graph*;
 enum { CPU_DEVICE_API(StreamNonBlocking) = 1 };
 enum { CPU_DEVICE_API(MemcpyHostToDevice) = 1, CPU_DEVICE_API(MemcpyDeviceToHost) = 2 };
 enum { CPU_DEVICE_API(StreamCaptureModeThreadLocal) = 1 };
-enum { CPU_DEVICE_API(DevAttrMultiProcessorCount) = 16, CPU_DEVICE_API(DeviceAttributeMultiprocessorCount) = 16 };
+enum {
+  CPU_DEVICE_API(DevAttrMultiProcessorCount) = cpu_device::kComputeUnitsAttribute,
+  CPU_DEVICE_API(DeviceAttributeMultiprocessorCount) = cpu_device::kComputeUnitsAttribute
+};
 
 inline const char* CPU_DEVICE_API(GetErrorName)(cpu_device::Error e) { return cpu_device::error_name(e); }
 inline const char* CPU_DEVICE_API(GetErrorString)(cpu_device::Error e) { return cpu_device::error_string(e); }
@@ -179,7 +184,7 @@ inline cpu_device::Error CPU_DEVICE_API(GetDevice)(int* d) {
   return cpu_device::kSuccess;
 }
 inline cpu_device::Error CPU_DEVICE_API(DeviceGetAttribute)(int* value, int attribute, int device) {
-  if (attribute != 16 || device != 0) return cpu_device::kInvalidValue;
+  if (attribute != cpu_device::kComputeUnitsAttribute || device != 0) return cpu_device::kInvalidValue;
   *value = cpu_device::compute_units();
   return cpu_device::kSuccess;
 }
@@ -268,7 +273,8 @@ template <class T>
 T shuffle(const T& value, int lane) {
   Machine& m = Machine::get();
   const auto all = m.warp_gather(value);
-  return all[static_cast<std::size_t>(lane % m.warp_size())];
+  // Lane numbers wrap at the warp's size, as the hardware's do.
+  return all[static_cast<unsigned>(lane) % static_cast<unsigned>(m.warp_size())];
 }
 inline uint64_t ballot(bool holds) {
   const auto all = Machine::get().warp_gather(holds ? 1 : 0);
@@ -285,7 +291,7 @@ using lane_mask_type = uint64_t;
 inline lane_mask_type ballot(int holds) { return cpu_device::ballot(holds != 0); }
 template <class T>
 T warp_shuffle(const T& value, int lane, int width) {
-  (void)width;  // the kernel's are whole waves
+  if (width != cpu_device::kWarpSize) cpu_device::fail("warp_shuffle of part of a wave: not stood in for", -1, -1);
   return cpu_device::shuffle(value, lane);
 }
 inline void wave_barrier() { cpu_device::Machine::get().warp_sync(); }

@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -364,7 +365,7 @@ class Machine {
   int thread_ = -1;
   int live_ = 0;
   std::unique_ptr<unsigned char[]> dynamic_shared_;
-  std::vector<Fiber> fibers_;
+  std::deque<Fiber> fibers_;  // a deque: a suspended fiber's own stays put as more are added
   std::vector<Warp> warps_;
   Barrier block_barrier_;
   Exchange block_exchange_;

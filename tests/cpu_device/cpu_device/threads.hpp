@@ -33,7 +33,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -187,7 +186,7 @@ class Machine {
   int lane() const { return warp_lane(); }
 
  private:
-  Machine() = default;
+  Machine() { fibers_.reserve(kMaxThreads); }
   ~Machine() {
     for (detail::Fiber& f : fibers_) munmap(f.stack, kStackBytes + kGuardBytes);
   }
@@ -365,7 +364,7 @@ class Machine {
   int thread_ = -1;
   int live_ = 0;
   std::unique_ptr<unsigned char[]> dynamic_shared_;
-  std::deque<Fiber> fibers_;  // a deque: a suspended fiber's own stays put as more are added
+  std::vector<Fiber> fibers_;  // never reallocated (Machine()): a suspended fiber refers to its own
   std::vector<Warp> warps_;
   Barrier block_barrier_;
   Exchange block_exchange_;

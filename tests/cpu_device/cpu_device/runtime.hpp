@@ -145,24 +145,18 @@ inline Error allocate(void** p, std::size_t bytes) {
 
 }  // namespace cpu_device
 
+// HIP's names (with rocPRIM's below) or CUDA's: the same, but for the prefix.
 #if defined(__HIP_PLATFORM_AMD__)
-// HIP's names, with rocPRIM's below.
-using hipError_t = cpu_device::Error;
-inline constexpr hipError_t hipSuccess = cpu_device::kSuccess;
-using hipStream_t = cpu_device::Stream;
-using hipEvent_t = cpu_device::Event*;
-using hipGraph_t = cpu_device::Graph*;
-using hipGraphExec_t = cpu_device::Graph*;
 #define CPU_DEVICE_API(name) hip##name
 #else
-using cudaError_t = cpu_device::Error;
-inline constexpr cudaError_t cudaSuccess = cpu_device::kSuccess;
-using cudaStream_t = cpu_device::Stream;
-using cudaEvent_t = cpu_device::Event*;
-using cudaGraph_t = cpu_device::Graph*;
-using cudaGraphExec_t = cpu_device::Graph*;
 #define CPU_DEVICE_API(name) cuda##name
 #endif
+using CPU_DEVICE_API(Error_t) = cpu_device::Error;
+inline constexpr cpu_device::Error CPU_DEVICE_API(Success) = cpu_device::kSuccess;
+using CPU_DEVICE_API(Stream_t) = cpu_device::Stream;
+using CPU_DEVICE_API(Event_t) = cpu_device::Event*;
+using CPU_DEVICE_API(Graph_t) = cpu_device::Graph*;
+using CPU_DEVICE_API(GraphExec_t) = cpu_device::Graph*;
 
 enum { CPU_DEVICE_API(StreamNonBlocking) = 1 };
 enum { CPU_DEVICE_API(MemcpyHostToDevice) = 1, CPU_DEVICE_API(MemcpyDeviceToHost) = 2 };

@@ -86,7 +86,9 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
   int scheduled = 0, small = 0, native = 0, one_row = 0, ragged = 0, padded = 0, always = 0, copied = 0,
       chunked = 0, gathers = 0, zero_rows = 0, keyed = 0;
   // Native schedules by path (the warps' or the blocks') and by whether a
-  // sequence is one unit (row_blocks 1), which both paths take apart.
+  // sequence is one unit (row_blocks 1), which both paths take apart. These
+  // geometries' schedules are the warps' (MatchesTheReferenceOnRandomBigSteps
+  // meets the blocks').
   int native_kinds[2][2] = {};
   for (int i = 0; i < steps; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
@@ -117,18 +119,16 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
     zero_rows += i % 8 == 7;
     keyed += key_bounds && !plan_.chunk_groups.empty();
   }
-  std::printf("%d random steps equal to the reference: %d scheduled (%d by one warp), %d native, %d flattened one-row, "
-              "%d ragged, %d padded, %d asking for the table, %d writing it; %d chunked, %d gathering, "
-              "%d full of empty requests, %d writing key bounds\n",
+  std::printf("%d random steps equal to the reference: %d scheduled (%d by the warps), %d native, "
+              "%d flattened one-row, %d ragged, %d padded, %d asking for the table, %d writing it; %d chunked, "
+              "%d gathering, %d full of empty requests, %d writing key bounds\n",
               steps, scheduled, small, native, one_row, ragged, padded, always, copied, chunked, gathers,
               zero_rows, keyed);
-  std::printf("native schedules by the blocks: %d of several row blocks a sequence, %d of one; by one warp: %d, %d\n",
+  std::printf("native schedules by the blocks: %d of several row blocks a sequence, %d of one; by the warps: %d, %d\n",
               native_kinds[0][0], native_kinds[0][1], native_kinds[1][0], native_kinds[1][1]);
-  if (steps >= 1000) {  // the default mix meets every kind; a short run (a sanitizer's) need not
-    for (const auto& by_path : native_kinds) {
-      EXPECT_GT(by_path[0], 0);
-      EXPECT_GT(by_path[1], 0);
-    }
+  if (steps >= 1000) {  // the default mix meets both kinds; a short run (a sanitizer's) need not
+    EXPECT_GT(native_kinds[1][0], 0);
+    EXPECT_GT(native_kinds[1][1], 0);
   }
 }
 
@@ -155,6 +155,7 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomBigSteps) {
   std::mt19937_64 rng(777);
   const int steps = env_steps(300);
   std::map<int32_t, int> kernels;  // schedules by units a thread
+  int native_kinds[2][2] = {};     // as in MatchesTheReferenceOnRandomSteps
   for (int i = 0; i < steps; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
     const test::RandomStep s =
@@ -162,18 +163,26 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomBigSteps) {
     const std::string diff = run(geometries[k], buffers[k], host[k], s.query_start_loc, s.seq_lens,
                                  s.seq_lens_upper_bound, s.num_tokens, s.block_table, s.table_stride);
     ASSERT_EQ(diff, "") << "step " << i << " on geometry " << k;
-    if (!plan_.decode.schedule.present()) continue;
+    const ScheduleShape& schedule = plan_.decode.schedule;
+    if (!schedule.present()) continue;
     StepArgs shape;
-    shape.schedule = plan_.decode.schedule;
+    shape.schedule = schedule;
     ++kernels[device::launch_grid(shape, 1024).units_per_thread];
+    if (schedule.native) ++native_kinds[device::detail::small_schedule(schedule)][schedule.row_blocks == 1];
   }
   std::string seen;
   for (const auto& [units, count] : kernels) seen += fmt::format(" <{}>: {}", units, count);
   std::printf("%d random big steps equal to the reference; schedules by prepare_step_kernel:%s\n", steps,
               seen.c_str());
-  if (steps >= 300) {  // the default run meets every kernel; a short run (a sanitizer's) need not
+  std::printf("native schedules by the blocks: %d of several row blocks a sequence, %d of one; by the warps: %d, %d\n",
+              native_kinds[0][0], native_kinds[0][1], native_kinds[1][0], native_kinds[1][1]);
+  if (steps >= 300) {  // the default run meets every kernel and kind; a short run (a sanitizer's) need not
     for (const int32_t units : {0, 1, 2, 4, 8, 16, 32}) {
       EXPECT_GT(kernels[units], 0) << "no schedule ran prepare_step_kernel<" << units << ">";
+    }
+    for (const auto& by_path : native_kinds) {
+      EXPECT_GT(by_path[0], 0);
+      EXPECT_GT(by_path[1], 0);
     }
   }
 }
@@ -236,28 +245,37 @@ TEST_F(PrepareStep, ReadsSixteenUnitsAThreadFourALoadOnlyFromAlignedLengths) {
   }
 }
 
-TEST_F(PrepareStep, SchedulesByOneWarpUpToAUnitALaneAndByTheBlockPast) {
-  // Native decodes of 4 sequences up to two warps' worth of units, of two
-  // rows (a unit a sequence) and of five (two row blocks a sequence):
-  // schedules of at most a unit a lane take the one-warp path (gathering
-  // each unit's slices up to kGatheredUnits units, in steps of 4, 8 and 16,
-  // and scanning them past it), the rest the block's. All equal the
+TEST_F(PrepareStep, SchedulesByTheWarpsUpToTheirLanesUnitsAndByTheBlockPast) {
+  // Native decodes of 4 sequences up to past the warps' schedule, of two
+  // rows (a unit a sequence) and of five (two row blocks a sequence): a
+  // schedule of at most kMaxLaneUnits units a lane takes the warps' path
+  // (gathering each unit's slices up to kGatheredUnits units, in steps of
+  // 4, 8 and 16, scanning a unit a lane past it, then kMaxLaneUnits units a
+  // lane, prepare_step_lanes_kernel's), the rest the block's. All equal the
   // reference on each side of every boundary, with long and short contexts
   // mixed (units without tiles among the first, and the last sequence
   // short).
-  const int32_t warp = device::detail::Primitives::kWarpSize;
+  namespace dd = device::detail;
+  const int32_t warp = dd::Primitives::kWarpSize;
   static_assert(device::kGatheredUnits == 16, "the sizes below straddle its steps");
+  std::vector<int32_t> sizes{4, 5, 8, 9, 16, 17, warp - 1};
+  for (int32_t units = 1; units <= device::kMaxLaneUnits; units *= 2) {
+    sizes.push_back(units * warp);
+    sizes.push_back(units * warp + 1);
+  }
   int small = 0, block = 0;
+  std::set<int32_t> lane_units;  // of the warps' schedules met
   std::set<int32_t> row_blocks;
   for (const int32_t speculative : {1, 4}) {
     IndexerConfig c = test::deepseek_config();
-    c.num_compute_units = 132;
+    c.num_compute_units = 304;  // enough workgroups for every size's units
+    c.max_num_seqs = 2 * device::kMaxLaneUnits * warp;
     c.num_speculative_tokens = speculative;
     const int32_t next_n = speculative + 1;
     const Geometry g = make_geometry(c);
     const device::StepBuffers buffers(g);
     test::HostBuffers host(g);
-    for (const int32_t seqs : {4, 5, 8, 9, 16, 17, warp - 1, warp, warp + 1, 2 * warp}) {
+    for (const int32_t seqs : sizes) {
       for (const int32_t short_every : {5, 3}) {
         Words qsl{0}, lens;
         for (int32_t r = 0; r < seqs; ++r) {
@@ -270,17 +288,27 @@ TEST_F(PrepareStep, SchedulesByOneWarpUpToAUnitALaneAndByTheBlockPast) {
         EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, table, g.max_blocks_per_seq()), "")
             << seqs << " sequences of " << next_n << " rows, one in " << short_every << " short";
         ASSERT_TRUE(plan_.decode.native.present()) << seqs << " sequences of " << next_n << " rows";
-        if (!plan_.decode.schedule.present()) continue;  // more units than workgroups
-        const bool one_warp = device::detail::small_schedule(plan_.decode.schedule);
-        EXPECT_EQ(one_warp, plan_.decode.schedule.work <= warp) << seqs << " sequences of " << next_n << " rows";
-        small += one_warp;
-        block += !one_warp;
-        row_blocks.insert(plan_.decode.schedule.row_blocks);
+        const ScheduleShape& s = plan_.decode.schedule;
+        ASSERT_TRUE(s.present()) << seqs << " sequences of " << next_n << " rows";
+        const bool warps = dd::small_schedule(s);
+        EXPECT_EQ(warps, s.work <= device::kMaxLaneUnits * warp) << seqs << " sequences of " << next_n << " rows";
+        small += warps;
+        block += !warps;
+        StepArgs shape;
+        shape.schedule = s;
+        const device::LaunchGrid grid = device::launch_grid(shape, 1024);
+        EXPECT_EQ(grid.units_per_thread == 0, warps);
+        if (warps) {
+          EXPECT_EQ(grid.lane_units, s.work <= warp ? 1 : device::kMaxLaneUnits) << s.work << " units";
+          lane_units.insert(grid.lane_units);
+        }
+        row_blocks.insert(s.row_blocks);
       }
     }
   }
   EXPECT_GE(small, 24);
   EXPECT_GE(block, 4);
+  EXPECT_EQ(*lane_units.rbegin(), device::kMaxLaneUnits);  // the widest lanes met
   EXPECT_EQ(row_blocks, (std::set<int32_t>{1, 2}));
 }
 
@@ -599,19 +627,25 @@ TEST(LaunchGrid, GivesEachBufferItsOwnBlocks) {
   EXPECT_EQ(device::launch_grid(StepArgs{}, 1024).blocks(), 1);
 }
 
-TEST(LaunchGrid, GivesANativeScheduleOfAUnitALaneToTheWarps) {
+TEST(LaunchGrid, GivesANativeScheduleOfUpToTheLanesUnitsToTheWarps) {
+  namespace dd = device::detail;
   StepArgs a;
   a.schedule.num_ctas = 1024;
   a.schedule.native = true;
-  a.schedule.work = device::detail::Primitives::kWarpSize;
-  EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 0);  // prepare_step_kernel<0>
+  a.schedule.work = device::kMaxLaneUnits * dd::Primitives::kWarpSize;
+  EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 0);
+  EXPECT_EQ(device::launch_grid(a, 1024).lane_units, device::kMaxLaneUnits);  // prepare_step_lanes_kernel
+  a.schedule.work = dd::Primitives::kWarpSize;
+  EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 0);
+  EXPECT_EQ(device::launch_grid(a, 1024).lane_units, 1);  // prepare_step_kernel<0>
+  a.schedule.work = device::kMaxLaneUnits * dd::Primitives::kWarpSize;
   // kSmallWarps warps a block, two slots a lane.
-  namespace dd = device::detail;
   EXPECT_EQ(dd::kSmallSlotsPerBlock, 2 * dd::kSmallWarps * dd::Primitives::kWarpSize);
   EXPECT_EQ(device::launch_grid(a, 1024).end[0], 1024 / dd::kSmallSlotsPerBlock);
   EXPECT_EQ(device::shared_bytes(a), 0u);
   a.schedule.work += 1;
-  EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 1);
+  EXPECT_NE(device::launch_grid(a, 1024).units_per_thread, 0);  // the blocks'
+  EXPECT_EQ(device::launch_grid(a, 1024).lane_units, 0);
   EXPECT_EQ(device::launch_grid(a, 1024).end[0], 1024 / device::kSlotsPerBlock);
   EXPECT_GT(device::shared_bytes(a), 0u);
   a.schedule.native = false;  // flattened rows: the blocks' schedule at any size

@@ -50,6 +50,16 @@ ptxas info    : Used 48 registers, used 1 barriers, 3808 bytes smem
 """
 
 
+def test_names_each_prepare_kernel_by_its_template_argument():
+    detail = "_ZN7idxplan6device6detail"
+    args = "EEEvNS0_10LaunchGridENS_8StepArgsE"
+    assert dr.kernel_key(f"{detail}19prepare_step_kernelILi0{args}") == "prepare_step_kernel<0>"
+    assert dr.kernel_key(f"{detail}19prepare_step_kernelILi16{args}") == "prepare_step_kernel<16>"
+    assert dr.kernel_key(f"{detail}25prepare_step_lanes_kernelILi2{args}") == "prepare_step_lanes_kernel<2>"
+    assert dr.kernel_key(f"{detail}17key_bounds_kernelILi0{args}") is None
+    assert dr.kernel_key(None) is None
+
+
 def test_reads_the_prepare_kernels_from_amdgpu_metadata():
     kernels = dr.amd_notes(NOTES, "gfx950")
     assert set(kernels) == {"prepare_step_kernel<1>", "prepare_step_kernel<32>"}

@@ -50,6 +50,13 @@ inline constexpr int kGatheredUnits = 16;
 // thread (decode_1024) it was level, and at 1 (decode_64, decode_256)
 // 0.02-0.04 us slower. No benchmark step has 8.
 inline constexpr int kReciprocalItems = 8;
+// Units a lane, at most, of the warps' schedule (detail::small_schedule):
+// schedules of up to kMaxLaneUnits * the warp size units take it, a warp's
+// units or fewer at a unit a lane (prepare_step_kernel<0>), the others at
+// kMaxLaneUnits (prepare_step_lanes_kernel). On the H200, two units a lane
+// took decode_64's kernel from 1.99 to 1.77 us (100 steps in a graph);
+// eight, for up to 256 sequences, took decode_256's from 2.08 to 2.40.
+inline constexpr int kMaxLaneUnits = 2;
 
 // The parts of a launch, in grid order.
 enum class Part : int32_t {
@@ -67,8 +74,10 @@ namespace detail {
 using Primitives = BlockPrimitives<kPrepareThreads>;
 
 // Whether schedule `s` is the warps' (write_small_schedule_slots): native,
-// and at most a unit a lane of one warp.
-IDXPLAN_HD bool small_schedule(const ScheduleShape& s) { return s.native && s.work <= Primitives::kWarpSize; }
+// and at most kMaxLaneUnits units a lane of one warp.
+IDXPLAN_HD bool small_schedule(const ScheduleShape& s) {
+  return s.native && s.work <= kMaxLaneUnits * Primitives::kWarpSize;
+}
 
 // The warps' schedule runs on the first kSmallWarps warps of each of its
 // blocks, two slots a lane; the block's other warps leave at once. Every
@@ -85,11 +94,13 @@ inline constexpr int kSmallSlotsPerBlock = 2 * kSmallThreads;
 
 // How one launch's blocks divide into parts: part p is the blocks
 // [end[p - 1], end[p]). `units_per_thread` is the schedule's (a power of
-// two), or 0 where the warps compute it (detail::small_schedule): the
+// two), or 0 where the warps compute it (detail::small_schedule), then at
+// `lane_units` units a lane (1, or kMaxLaneUnits past a warp's units): the
 // kernel built for each.
 struct LaunchGrid {
   int32_t end[kParts] = {};
   int32_t units_per_thread = 1;
+  int32_t lane_units = 0;
 
   IDXPLAN_HD int32_t blocks() const { return end[kParts - 1] > 0 ? end[kParts - 1] : 1; }
   IDXPLAN_HD int32_t first(int p) const { return p == 0 ? 0 : end[p - 1]; }
@@ -142,6 +153,7 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   for (int p = 0; p < kParts; ++p) g.end[p] = total += count[p];
   if (small) {
     g.units_per_thread = 0;
+    g.lane_units = a.schedule.work <= detail::Primitives::kWarpSize ? 1 : kMaxLaneUnits;
   } else if (schedule) {
     const int64_t per_thread = ceil_div(a.schedule.work, kPrepareThreads);
     while (g.units_per_thread < per_thread) g.units_per_thread *= 2;
@@ -249,6 +261,79 @@ __device__ void store_flat_tiles(const StepArgs& a, int32_t* first) {
   __syncthreads();
 }
 
+// The tiles of a native schedule's units [base, base + kItems), 0 past the
+// work, when a unit is a sequence (row_blocks == 1): the units are
+// sequences [base, base + kItems), whose lengths are all loaded first, in
+// flight together, with no sequence/row-block bookkeeping before them and
+// half the steps a unit after (sequence_unit_tiles). On the H200 this took
+// decode_4096's kernel from 4.14 to 3.90 us and decode_1024's from 2.53 to
+// 2.49 (100 steps in a graph), the smaller steps within 0.03. The blocks'
+// schedule runs it for a thread's units, the warps' for a lane's.
+template <int kItems>
+__device__ __forceinline__ void load_sequence_tiles(const StepArgs& a, int32_t base, int32_t (&tiles)[kItems]) {
+  const ScheduleShape& s = a.schedule;
+  int32_t lens[kItems];
+  // With the lengths 16-byte aligned, a thread's lengths are consecutive
+  // words: four a load. On the H200 that took decode_4096's kernel (16
+  // units a thread) from 4.46 to 4.24 us (100 steps in a graph); at 4
+  // units a thread (decode_1024) it was 0.02 us slower, hence the bound.
+  // Not on AMD yet (kFourLengthsALoad).
+  bool quads = false;
+  if constexpr (kItems >= 16 && kFourLengthsALoad) {
+    quads = reinterpret_cast<uintptr_t>(a.in.seq_lens) % 16 == 0;
+    if (quads) {
+#pragma unroll
+      for (int k = 0; k < kItems; k += 4) {
+        if (base + k + 3 < s.work) {
+          const int4 v = *reinterpret_cast<const int4*>(a.in.seq_lens + base + k);
+          lens[k] = v.x;
+          lens[k + 1] = v.y;
+          lens[k + 2] = v.z;
+          lens[k + 3] = v.w;
+        } else {
+#pragma unroll
+          for (int j = k; j < k + 4; ++j) lens[j] = base + j < s.work ? a.in.seq_lens[base + j] : 0;
+        }
+      }
+    }
+  }
+  if (!quads) {
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[base + k] : 0;
+  }
+  // A unit past the work has length 0, so no tiles
+  // (tests/test_buffers.cpp): no select. On the H200 decode_4096's
+  // kernel took 3.77 -> 3.75 us without it.
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) tiles[k] = sequence_unit_tiles(a, base + k, lens[k]);
+}
+
+// The same when a sequence is several units (row blocks): each unit's
+// sequence and row block, then every length load, all in flight together,
+// then the arithmetic.
+template <int kItems>
+__device__ __forceinline__ void load_row_block_tiles(const StepArgs& a, int32_t base, int32_t (&tiles)[kItems]) {
+  const ScheduleShape& s = a.schedule;
+  int32_t seq[kItems];
+  int32_t blk[kItems];
+  int32_t lens[kItems];
+  seq[0] = a.by_row_blocks.divide(base);
+  blk[0] = base - seq[0] * s.row_blocks;
+#pragma unroll
+  for (int k = 1; k < kItems; ++k) {
+    const bool next = blk[k - 1] + 1 == s.row_blocks;
+    seq[k] = next ? seq[k - 1] + 1 : seq[k - 1];
+    blk[k] = next ? 0 : blk[k - 1] + 1;
+  }
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[seq[k]] : 0;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int32_t t = native_unit_tiles(a, seq[k], blk[k], lens[k]);
+    tiles[k] = base + k < s.work ? t : 0;
+  }
+}
+
 // Writes the block's slots of `schedule` (num_ctas of them), kSlots a
 // thread, for a schedule whose units' slots begin at `at(u)` (at(work) =
 // end, the slots in use): the warps' schedule's. Slot j's unit is the last
@@ -333,20 +418,52 @@ __device__ __forceinline__ void store_gathered_slots(const StepArgs& a, int32_t 
   }
 }
 
-// The schedule's slots for a native step of at most one unit a lane (the
-// few sequences of a small decode step): every warp computes the whole
-// schedule itself, with warp reductions and a warp scan (or, for at most
-// kGatheredUnits units, store_gathered_slots), and then writes its own
-// threads' slots, so the block never waits at a barrier. On the H200
-// this took decode_4's kernel from 2.17 to 1.96 us (100 steps in a graph).
-// prepare_step_kernel<0> runs it.
-__device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, int32_t block) {
+// The units that hold the warps' block's first and last slot in use, in
+// every lane: each lane's units are [base, base + kUnits), with their first
+// slots and slices. A slot's unit is the one whose slices cover it, so one
+// lane holds each; where the block has no slot in use none does, and its
+// search stops at once.
+struct SlotBounds {
+  int32_t lo = 0;
+  int32_t hi = 0;
+};
+template <int kUnits>
+__device__ __forceinline__ SlotBounds block_slot_bounds(int32_t block_first, int32_t end, int32_t base,
+                                                        const int32_t (&firsts)[kUnits],
+                                                        const int32_t (&slices)[kUnits]) {
+  const int32_t block_end = block_first + kSmallSlotsPerBlock < end ? block_first + kSmallSlotsPerBlock : end;
+  const int32_t block_last = block_end - 1;
+  bool has_lo = false, has_hi = false;
+  int32_t lo = 0, hi = 0;
+#pragma unroll
+  for (int k = 0; k < kUnits; ++k) {
+    const int32_t next = firsts[k] + slices[k];
+    if (firsts[k] <= block_first && block_first < next) {
+      has_lo = true;
+      lo = base + k;
+    }
+    if (firsts[k] <= block_last && block_last < next) {
+      has_hi = true;
+      hi = base + k;
+    }
+  }
+  return SlotBounds{Primitives::warp_first_where(has_lo, lo, 0), Primitives::warp_first_where(has_hi, hi, 0)};
+}
+
+// The warps' schedule (detail::small_schedule) at a unit a lane, for at
+// most a warp's units (the few sequences of a small decode step): every
+// warp computes the whole schedule itself, with warp reductions and a warp
+// scan (or, for at most kGatheredUnits units, store_gathered_slots), and
+// then writes its own threads' slots, so the block never waits at a
+// barrier. `first` is the warp's own shared array. On the H200 this took
+// decode_4's kernel from 2.17 to 1.96 us (100 steps in a graph). Past
+// kGatheredUnits each block's slots search only among the units that hold
+// them (block_slot_bounds) rather than all of them: decode_32 1.69 -> 1.63.
+__device__ __forceinline__ void write_lane_schedule_slots(const StepArgs& a, int32_t block, int32_t* first,
+                                                          typename Primitives::TempStorage& temp) {
   constexpr int kWarpSize = Primitives::kWarpSize;
-  __shared__ typename Primitives::TempStorage temp;
-  __shared__ int32_t firsts[kSmallWarps][kWarpSize + 1];  // each warp's own
   const ScheduleShape& s = a.schedule;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  int32_t* const first = firsts[threadIdx.x / kWarpSize];
 
   const int32_t seq = a.by_row_blocks.divide(lane);
   const int32_t blk = lane - seq * s.row_blocks;
@@ -376,9 +493,79 @@ __device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, in
   // reads it, and first[kWarpSize] too.
   first[lane] = unit_first;
   if (lane == 0) first[kWarpSize] = end;
+  const int32_t block_first = block * kSmallSlotsPerBlock;
+  const int32_t lane_firsts[1] = {unit_first};
+  const int32_t lane_slices[1] = {slices};
+  const SlotBounds bounds = block_slot_bounds<1>(block_first, end, lane, lane_firsts, lane_slices);
   Primitives::warp_sync();
-  store_slots(reinterpret_cast<int4*>(a.out.decode_schedule.data), s.num_ctas, a.by_row_blocks,
-              block * kSmallSlotsPerBlock, end, 0, s.work - 1, [first](int32_t u) { return first[u]; });
+  store_slots(reinterpret_cast<int4*>(a.out.decode_schedule.data), s.num_ctas, a.by_row_blocks, block_first, end,
+              bounds.lo, bounds.hi, [first](int32_t u) { return first[u]; });
+}
+
+// The warps' schedule at kUnits units a lane (more than one), for more than
+// a warp's units: as write_lane_schedule_slots, with a warp scan of each
+// lane's slices. Lane l holds units [l * kUnits, (l + 1) * kUnits), the
+// scan's order, as a thread does in write_schedule_slots; `first` holds
+// each unit's first slot at padded(), then the slots in use. The block's
+// slots search only among the units that hold them (block_slot_bounds).
+template <int kUnits>
+__device__ __forceinline__ void write_lanes_schedule_slots(const StepArgs& a, int32_t block, int32_t* first,
+                                                           typename Primitives::TempStorage& temp) {
+  static_assert(kUnits > 1, "a unit a lane is write_lane_schedule_slots'");
+  constexpr int kWarpSize = Primitives::kWarpSize;
+  const ScheduleShape& s = a.schedule;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int32_t base = lane * kUnits;
+  int32_t tiles[kUnits];
+  if (s.row_blocks == 1) {
+    load_sequence_tiles<kUnits>(a, base, tiles);
+  } else {
+    load_row_block_tiles<kUnits>(a, base, tiles);
+  }
+  TileStats mine = TileStats::of(tiles[0]);
+#pragma unroll
+  for (int k = 1; k < kUnits; ++k) mine = TileStats{}(mine, TileStats::of(tiles[k]));  // an absent unit adds nothing
+  const TileStats all = Primitives::warp_all_reduce(mine, temp);
+  const int32_t per_slice = tiles_per_slice(s, a.all_live, all.total, all.live, all.max_tiles);
+  int32_t slices[kUnits];
+  int32_t lane_slices = 0;
+#pragma unroll
+  for (int k = 0; k < kUnits; ++k) {
+    slices[k] = unit_slices(tiles[k], per_slice);
+    lane_slices += slices[k];
+  }
+  int32_t lane_first = 0;
+  int32_t end = 0;
+  Primitives::warp_exclusive_sum(lane_slices, lane_first, end, temp);
+  int32_t firsts[kUnits];
+#pragma unroll
+  for (int k = 0; k < kUnits; ++k) {
+    firsts[k] = lane_first;
+    lane_first += slices[k];
+    if (base + k < s.work) first[padded<kUnits>(base + k)] = firsts[k];
+  }
+  if (lane == 0) first[padded<kUnits>(s.work)] = end;
+  const int32_t block_first = block * kSmallSlotsPerBlock;
+  const SlotBounds bounds = block_slot_bounds<kUnits>(block_first, end, base, firsts, slices);
+  Primitives::warp_sync();
+  store_slots(reinterpret_cast<int4*>(a.out.decode_schedule.data), s.num_ctas, a.by_row_blocks, block_first, end,
+              bounds.lo, bounds.hi, [first](int32_t u) { return first[padded<kUnits>(u)]; });
+}
+
+// The warps' schedule at kLaneUnits units a lane (LaunchGrid::lane_units):
+// prepare_step_kernel<0> runs it at one, prepare_step_lanes_kernel at more.
+template <int kLaneUnits>
+__device__ __forceinline__ void write_small_schedule_slots(const StepArgs& a, int32_t block) {
+  constexpr int kWarpSize = Primitives::kWarpSize;
+  __shared__ typename Primitives::TempStorage temp;
+  if constexpr (kLaneUnits == 1) {
+    __shared__ int32_t firsts[kSmallWarps][kWarpSize + 1];  // each warp's own
+    write_lane_schedule_slots(a, block, firsts[threadIdx.x / kWarpSize], temp);
+  } else {
+    constexpr int kWords = kLaneUnits * kWarpSize + 1;  // padded() past the last unit
+    __shared__ int32_t firsts[kSmallWarps][kWords + kWords / 32];
+    write_lanes_schedule_slots<kLaneUnits>(a, block, firsts[threadIdx.x / kWarpSize], temp);
+  }
 }
 
 // The decode schedule's slots [block * kSlotsPerBlock, + kSlotsPerBlock).
@@ -403,67 +590,9 @@ __device__ void write_schedule_slots(const StepArgs& a, int32_t block, int32_t* 
 
   int32_t tiles[kItems];
   if (s.native && s.row_blocks == 1) {
-    // A unit a sequence: the thread's units are sequences [base, base +
-    // kItems), whose lengths are all loaded first, in flight together, with
-    // no sequence/row-block bookkeeping before them and half the steps a
-    // unit after (sequence_unit_tiles). On the H200 this took decode_4096's
-    // kernel from 4.14 to 3.90 us and decode_1024's from 2.53 to 2.49 (100
-    // steps in a graph), the smaller steps within 0.03.
-    int32_t lens[kItems];
-    // With the lengths 16-byte aligned, a thread's lengths are consecutive
-    // words: four a load. On the H200 that took decode_4096's kernel (16
-    // units a thread) from 4.46 to 4.24 us (100 steps in a graph); at 4
-    // units a thread (decode_1024) it was 0.02 us slower, hence the bound.
-    // Not on AMD yet (kFourLengthsALoad).
-    bool quads = false;
-    if constexpr (kItems >= 16 && kFourLengthsALoad) {
-      quads = reinterpret_cast<uintptr_t>(a.in.seq_lens) % 16 == 0;
-      if (quads) {
-#pragma unroll
-        for (int k = 0; k < kItems; k += 4) {
-          if (base + k + 3 < s.work) {
-            const int4 v = *reinterpret_cast<const int4*>(a.in.seq_lens + base + k);
-            lens[k] = v.x;
-            lens[k + 1] = v.y;
-            lens[k + 2] = v.z;
-            lens[k + 3] = v.w;
-          } else {
-#pragma unroll
-            for (int j = k; j < k + 4; ++j) lens[j] = base + j < s.work ? a.in.seq_lens[base + j] : 0;
-          }
-        }
-      }
-    }
-    if (!quads) {
-#pragma unroll
-      for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[base + k] : 0;
-    }
-    // A unit past the work has length 0, so no tiles
-    // (tests/test_buffers.cpp): no select. On the H200 decode_4096's
-    // kernel took 3.77 -> 3.75 us without it.
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) tiles[k] = sequence_unit_tiles(a, base + k, lens[k]);
+    load_sequence_tiles<kItems>(a, base, tiles);
   } else if (s.native) {
-    // Several row blocks a sequence: each unit's sequence and row block,
-    // then every length load, all in flight together, then the arithmetic.
-    int32_t seq[kItems];
-    int32_t blk[kItems];
-    int32_t lens[kItems];
-    seq[0] = a.by_row_blocks.divide(base);
-    blk[0] = base - seq[0] * s.row_blocks;
-#pragma unroll
-    for (int k = 1; k < kItems; ++k) {
-      const bool next = blk[k - 1] + 1 == s.row_blocks;
-      seq[k] = next ? seq[k - 1] + 1 : seq[k - 1];
-      blk[k] = next ? 0 : blk[k - 1] + 1;
-    }
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) lens[k] = base + k < s.work ? a.in.seq_lens[seq[k]] : 0;
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int32_t t = native_unit_tiles(a, seq[k], blk[k], lens[k]);
-      tiles[k] = base + k < s.work ? t : 0;
-    }
+    load_row_block_tiles<kItems>(a, base, tiles);
   } else {
     store_flat_tiles<kItems>(a, first);
 #pragma unroll
@@ -656,24 +785,11 @@ __device__ inline const ChunkGroup* stage_groups(const StepArgs& a, GroupWords& 
   return reinterpret_cast<const ChunkGroup*>(words);
 }
 
-// The step's kernel, built for the schedule's units a thread (kItems), or
-// with kItems = 0 for the warps' schedule: a kernel of its own, as the
-// blocks' path slowed by 0.05 us on the H200 with both in one.
-// On NVIDIA, ptxas once held the 32-units variant to 128 registers and
-// spilled 12 bytes (scripts/device-resources), so it asked for one block an
-// SM, and took 128 with no spill once native_unit_tiles lost two steps.
-// With block ends as a multiply it took 130, which halved the warps an SM
-// holds; two blocks an SM hold it to 125-126, with no spill. The others ask for
-// nothing (0: nvcc then emits no minimum), which leaves their registers as
-// they were.
-//
-// The grid comes first among the arguments, in the constant-cache line of
-// the lengths' pointer and the schedule's fields (StepArgs) rather than
-// 4 KB past them: every block reads it first. On the H200 that took the
-// launch without its schedule from 1.35 to 1.25 us at four MTP sequences.
-template <int kItems>
-__global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
-    prepare_step_kernel(const LaunchGrid grid, const StepArgs a) {
+// One block of the step's launch: the schedule's blocks first, the
+// blocks' schedule at kItems units a thread or, with kItems = 0, the
+// warps' at kLaneUnits units a lane; then the other parts'.
+template <int kItems, int kLaneUnits>
+__device__ __forceinline__ void prepare_step(const LaunchGrid& grid, const StepArgs& a) {
   __shared__ GroupWords group_words;
   int32_t* const first = dynamic_shared_words();  // shared_bytes(): the schedule's scan
   const int tid = static_cast<int>(threadIdx.x);
@@ -685,7 +801,7 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
   // a graph), and the larger steps' by 0.03-0.12 us.
   if (b < grid.end[0]) {
     if constexpr (kItems == 0) {
-      if (tid < detail::kSmallThreads) write_small_schedule_slots(a, b);
+      if (tid < detail::kSmallThreads) write_small_schedule_slots<kLaneUnits>(a, b);
     } else {
       write_schedule_slots<kItems>(a, b, first);
     }
@@ -749,6 +865,36 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
   }
 }
 
+// The step's kernel, built for the blocks' schedule at kItems units a
+// thread, or with kItems = 0 for the warps' schedule at a unit a lane;
+// prepare_step_lanes_kernel runs the warps' at kLaneUnits units a lane. Each
+// a kernel of its own: on the H200, the blocks' path slowed by 0.05 us with
+// the warps' in the same kernel, and the warps' at a unit a lane by as
+// much with two units a lane beside it (100 steps in a graph).
+// On NVIDIA, ptxas once held the 32-units variant to 128 registers and
+// spilled 12 bytes (scripts/device-resources), so it asked for one block an
+// SM, and took 128 with no spill once native_unit_tiles lost two steps.
+// With block ends as a multiply it took 130, which halved the warps an SM
+// holds; two blocks an SM hold it to 125-126, with no spill. The others ask for
+// nothing (0: nvcc then emits no minimum), which leaves their registers as
+// they were.
+//
+// The grid comes first among the arguments, in the constant-cache line of
+// the lengths' pointer and the schedule's fields (StepArgs) rather than
+// 4 KB past them: every block reads it first. On the H200 that took the
+// launch without its schedule from 1.35 to 1.25 us at four MTP sequences.
+template <int kItems>
+__global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, kItems >= 32 ? 2 : 0)
+    prepare_step_kernel(const LaunchGrid grid, const StepArgs a) {
+  prepare_step<kItems, 1>(grid, a);
+}
+template <int kLaneUnits>
+__global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0)
+    prepare_step_lanes_kernel(const LaunchGrid grid, const StepArgs a) {
+  static_assert(kLaneUnits > 1, "a unit a lane is prepare_step_kernel<0>'s");
+  prepare_step<0, kLaneUnits>(grid, a);
+}
+
 // The launch's key bounds, when asked for (StepOutputs::prefill_key_starts),
 // a block a chunk group: the group's requests a tile of kPrepareThreads at a
 // time, each tile's contexts scanned into shared memory after the tiles
@@ -800,7 +946,7 @@ inline std::size_t shared_bytes(const StepArgs& a) {
 }
 
 // Launches `a` on `stream` over `grid` (launch_grid's), the kernel built for
-// the schedule's units a thread.
+// the schedule's units a thread or a lane.
 inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   static_assert(kMaxScheduleUnits % kPrepareThreads == 0, "whole units a thread");
   static_assert(sizeof(LaunchGrid) + sizeof(StepArgs) <= 4096, "HIP passes at most 4 KiB of kernel arguments");
@@ -816,7 +962,13 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   const auto blocks = static_cast<uint32_t>(grid.blocks());
   const auto go = [&](auto kernel) { IDXPLAN_KERNEL_LAUNCH(kernel, blocks, kPrepareThreads, shared, stream)(grid, a); };
   switch (grid.units_per_thread) {
-    case 0: go(detail::prepare_step_kernel<0>); break;
+    case 0:
+      if (grid.lane_units == 1) {
+        go(detail::prepare_step_kernel<0>);
+      } else {
+        go(detail::prepare_step_lanes_kernel<kMaxLaneUnits>);
+      }
+      break;
     case 1: go(detail::prepare_step_kernel<1>); break;
     case 2: go(detail::prepare_step_kernel<2>); break;
     case 4: go(detail::prepare_step_kernel<4>); break;

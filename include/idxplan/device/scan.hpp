@@ -14,8 +14,8 @@
 // tests' CPU stand-in, tests/cpu_device), one barrier, and every thread
 // combines the warps' partials itself, so no second barrier broadcasts a
 // result. The stats' tiles are never negative. Their warp_ versions serve a
-// schedule of one unit a lane, which every warp computes on its own with no
-// barrier at all.
+// schedule of a unit or two a lane, which every warp computes on its own
+// with no barrier at all.
 
 #include <cstdint>
 
@@ -27,6 +27,7 @@
 #elif defined(__HIP_PLATFORM_AMD__)
 #include <rocprim/block/block_scan.hpp>
 #include <rocprim/intrinsics/thread.hpp>
+#include <rocprim/intrinsics/warp.hpp>
 #include <rocprim/intrinsics/warp_shuffle.hpp>
 #include <rocprim/warp/warp_reduce.hpp>
 #include <rocprim/warp/warp_scan.hpp>
@@ -156,6 +157,19 @@ struct BlockPrimitives {
 #else
     return __shfl_sync(~0u, value, lane);
 #endif
+  }
+
+  // `value` of the warp's first lane where `holds`, in every lane, or
+  // `otherwise` where it holds in none. No barrier.
+  __device__ static int32_t warp_first_where(bool holds, int32_t value, int32_t otherwise) {
+#if defined(__HIP_PLATFORM_AMD__)
+    const auto lanes = rocprim::ballot(holds);
+    const int32_t found = rocprim::warp_shuffle(value, lanes == 0 ? 0 : __builtin_ctzll(lanes), kWarpSize);
+#else
+    const unsigned lanes = __ballot_sync(~0u, holds);
+    const int32_t found = __shfl_sync(~0u, value, lanes == 0 ? 0 : __ffs(static_cast<int>(lanes)) - 1);
+#endif
+    return lanes == 0 ? otherwise : found;
   }
 
   // Orders a warp's shared-memory writes before its lanes' later reads.

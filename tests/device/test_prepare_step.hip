@@ -87,8 +87,9 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
       chunked = 0, gathers = 0, zero_rows = 0, keyed = 0;
   // Native schedules by path (the warps' or the blocks') and by whether a
   // sequence is one unit (row_blocks 1), which both paths take apart. These
-  // geometries' schedules are the warps' (MatchesTheReferenceOnRandomBigSteps
-  // meets the blocks').
+  // geometries' native schedules are mostly the warps', and on AMD's waves
+  // never the blocks' of several row blocks a sequence, which
+  // MatchesTheReferenceOnRandomBigSteps meets.
   int native_kinds[2][2] = {};
   for (int i = 0; i < steps; ++i) {
     const std::size_t k = static_cast<std::size_t>(i) % geometries.size();

@@ -55,7 +55,9 @@ inline constexpr int kReciprocalItems = 8;
 // units or fewer at a unit a lane (prepare_step_kernel<0>), the others at
 // kMaxLaneUnits (prepare_step_lanes_kernel). On the H200, two units a lane
 // took decode_64's kernel from 1.99 to 1.77 us (100 steps in a graph);
-// eight, for up to 256 sequences, took decode_256's from 2.08 to 2.40.
+// eight, for up to 256 sequences, took decode_256's from 2.08 to 2.40, and
+// eight read from the tiles a block's threads staged in shared memory from
+// 2.28 to 2.46-2.50 (in bench_aiter_sched.py's process; docs/performance.md).
 inline constexpr int kMaxLaneUnits = 2;
 
 // The parts of a launch, in grid order.

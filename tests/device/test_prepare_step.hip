@@ -645,7 +645,7 @@ TEST(LaunchGrid, GivesANativeScheduleOfUpToTheLanesUnitsToTheWarps) {
   EXPECT_EQ(device::launch_grid(a, 1024).end[0], 1024 / dd::kSmallSlotsPerBlock);
   EXPECT_EQ(device::shared_bytes(a), 0u);
   a.schedule.work += 1;
-  EXPECT_NE(device::launch_grid(a, 1024).units_per_thread, 0);  // the blocks'
+  EXPECT_EQ(device::launch_grid(a, 1024).units_per_thread, 1);  // the blocks', a unit a thread
   EXPECT_EQ(device::launch_grid(a, 1024).lane_units, 0);
   EXPECT_EQ(device::launch_grid(a, 1024).end[0], 1024 / device::kSlotsPerBlock);
   EXPECT_GT(device::shared_bytes(a), 0u);

@@ -452,6 +452,50 @@ __device__ __forceinline__ SlotBounds block_slot_bounds(int32_t block_first, int
   return SlotBounds{Primitives::warp_first_where(has_lo, lo, 0), Primitives::warp_first_where(has_hi, hi, 0)};
 }
 
+#if IDXPLAN_WARP_REDUX
+// The warps' block's slots at a unit a lane, lane u holding unit u's first
+// slot `first` and its slices (0 past the work), where the warp's or is one
+// instruction (IDXPLAN_WARP_REDUX). A warp's slots are two windows of a
+// warp's consecutive slots; the unit that owns a lane's slot in a window
+// comes a bit at a time, bit i the or over the warp of the window's slots
+// that the units with bit i in their index cover, and then the unit's first
+// slot and slices come from its lane. Five reductions a window, none
+// waiting on another, where store_slots' search waits on each of its
+// steps' loads from shared memory: on the H200 this took decode_32's kernel
+// from 1.63 to 1.54 us (100 steps in a graph). At two units a lane
+// (decode_64: six bits, and a unit's words from one of two registers) it
+// was 0.02 us slower than the search, which write_lanes_schedule_slots
+// keeps; so does AMD, where a wave's or is a reduction of six steps.
+__device__ __forceinline__ void store_owned_slots(const StepArgs& a, int32_t block, int32_t first, int32_t slices,
+                                                  int32_t end) {
+  constexpr int kWarpSize = Primitives::kWarpSize;
+  constexpr int kSlots = kSmallSlotsPerBlock / kSmallThreads;
+  constexpr int kIndexBits = 5;
+  static_assert(kWarpSize == 1 << kIndexBits, "a bit of the window a lane, a unit a lane");
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int32_t warp_first = block * kSmallSlotsPerBlock + static_cast<int>(threadIdx.x) / kWarpSize * kWarpSize;
+#pragma unroll
+  for (int k = 0; k < kSlots; ++k) {
+    // The window's slots this lane's unit covers, [lo, hi) of its bits.
+    const int32_t window = warp_first + k * kSmallThreads;
+    const int32_t from = first - window;
+    const int32_t lo = from > 0 ? from : 0;
+    const int32_t hi = from + slices < kWarpSize ? from + slices : kWarpSize;
+    const uint32_t covered = hi > lo ? (~0u >> (kWarpSize - hi)) & (~0u << lo) : 0u;
+    int32_t unit = 0;
+#pragma unroll
+    for (int i = 0; i < kIndexBits; ++i) {
+      const uint32_t owned = Primitives::warp_or((lane >> i & 1) != 0 ? covered : 0u);
+      unit |= static_cast<int32_t>(owned >> lane & 1u) << i;
+    }
+    // A slot past the end has no owner (unit 0), and store_slot leaves it idle.
+    store_slot(reinterpret_cast<int4*>(a.out.decode_schedule.data), a.schedule.num_ctas, a.by_row_blocks,
+               window + lane, end, unit, Primitives::warp_broadcast(first, unit),
+               Primitives::warp_broadcast(slices, unit));
+  }
+}
+#endif
+
 // The warps' schedule (detail::small_schedule) at a unit a lane, for at
 // most a warp's units (the few sequences of a small decode step): every
 // warp computes the whole schedule itself, with warp reductions and a warp
@@ -459,8 +503,10 @@ __device__ __forceinline__ SlotBounds block_slot_bounds(int32_t block_first, int
 // then writes its own threads' slots, so the block never waits at a
 // barrier. `first` is the warp's own shared array. On the H200 this took
 // decode_4's kernel from 2.17 to 1.96 us (100 steps in a graph). Past
-// kGatheredUnits each block's slots search only among the units that hold
-// them (block_slot_bounds) rather than all of them: decode_32 1.69 -> 1.63.
+// kGatheredUnits each lane's slots find their units by the warp's or
+// (store_owned_slots) where it is an instruction; elsewhere each block's
+// slots search only among the units that hold them (block_slot_bounds)
+// rather than all of them, which took decode_32 from 1.69 to 1.63.
 __device__ __forceinline__ void write_lane_schedule_slots(const StepArgs& a, int32_t block, int32_t* first,
                                                           typename Primitives::TempStorage& temp) {
   constexpr int kWarpSize = Primitives::kWarpSize;
@@ -491,6 +537,10 @@ __device__ __forceinline__ void write_lane_schedule_slots(const StepArgs& a, int
   int32_t unit_first = 0;
   int32_t end = 0;
   Primitives::warp_exclusive_sum(slices, unit_first, end, temp);
+#if IDXPLAN_WARP_REDUX
+  (void)first;
+  store_owned_slots(a, block, unit_first, slices, end);
+#else
   // Lanes past the units have no slices: first[work] = end, as store_slots
   // reads it, and first[kWarpSize] too.
   first[lane] = unit_first;
@@ -502,6 +552,7 @@ __device__ __forceinline__ void write_lane_schedule_slots(const StepArgs& a, int
   Primitives::warp_sync();
   store_slots(reinterpret_cast<int4*>(a.out.decode_schedule.data), s.num_ctas, a.by_row_blocks, block_first, end,
               bounds.lo, bounds.hi, [first](int32_t u) { return first[u]; });
+#endif
 }
 
 // The warps' schedule at kUnits units a lane (more than one), for more than

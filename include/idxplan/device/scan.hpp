@@ -6,7 +6,7 @@
 // kItems int32 a thread (a block scan), and the units' TileStats combined
 // over the block and handed to every thread. rocPRIM on AMD, CUB on NVIDIA,
 // as hipCUB chooses between them; the only other file that names a platform
-// is runtime.hpp.
+// is runtime.hpp, and prepare_step.hpp asks only IDXPLAN_WARP_REDUX.
 //
 // Both are built for latency, which is all a step's few thousand units cost:
 // the scan runs warp scans and one exchange between warps; the reduction
@@ -15,7 +15,7 @@
 // combines the warps' partials itself, so no second barrier broadcasts a
 // result. The stats' tiles are never negative. Their warp_ versions serve a
 // schedule of a unit or two a lane, which every warp computes on its own
-// with no barrier at all.
+// with no barrier at all, as does warp_or, where redux has it.
 
 #include <cstdint>
 
@@ -35,6 +35,14 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/warp/warp_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
+#endif
+
+// Whether the warp's reductions are redux instructions: NVIDIA's from sm_80
+// on, and the tests' CPU stand-in as NVIDIA. Only device code reads it.
+#if !defined(__HIP_PLATFORM_AMD__) && (__CUDA_ARCH__ >= 800 || defined(IDXPLAN_CPU_DEVICE))
+#define IDXPLAN_WARP_REDUX 1
+#else
+#define IDXPLAN_WARP_REDUX 0
 #endif
 
 namespace idxplan::device {
@@ -102,7 +110,7 @@ struct BlockPrimitives {
 #if defined(__HIP_PLATFORM_AMD__)
     TileStats mine{};
     WarpReduce().reduce(value, mine, temp.warp[warp], TileStats{});
-#elif __CUDA_ARCH__ >= 800 || defined(IDXPLAN_CPU_DEVICE)
+#elif IDXPLAN_WARP_REDUX
     const TileStats mine = redux(value);
 #else
     const TileStats mine = WarpReduce(temp.warp[warp]).Reduce(value, TileStats{});
@@ -128,7 +136,7 @@ struct BlockPrimitives {
     TileStats all{};
     WarpAllReduce().reduce(value, all, temp.warp_all[warp], TileStats{});
     return all;
-#elif __CUDA_ARCH__ >= 800 || defined(IDXPLAN_CPU_DEVICE)
+#elif IDXPLAN_WARP_REDUX
     (void)temp;
     (void)warp;
     return redux(value);
@@ -149,6 +157,11 @@ struct BlockPrimitives {
     WarpScan(temp.warp_scan[warp]).ExclusiveSum(value, sum, total);
 #endif
   }
+
+#if IDXPLAN_WARP_REDUX
+  // The bitwise or of the warp's words, in every lane: one redux. No barrier.
+  __device__ static uint32_t warp_or(uint32_t word) { return __reduce_or_sync(~0u, word); }
+#endif
 
   // `value` of lane `lane` of the warp, in every lane.
   __device__ static int32_t warp_broadcast(int32_t value, int lane) {
@@ -182,7 +195,7 @@ struct BlockPrimitives {
   }
 
  private:
-#if !defined(__HIP_PLATFORM_AMD__) && (__CUDA_ARCH__ >= 800 || defined(IDXPLAN_CPU_DEVICE))
+#if IDXPLAN_WARP_REDUX
   // The warp's stats in every lane, one redux instruction a word. A lane's
   // total is under 2^36 (32 units of under 2^31 tiles), so its halves below
   // and above bit 20 sum over a warp without overflow.

@@ -373,6 +373,12 @@ inline unsigned __reduce_add_sync(unsigned, unsigned value) {
   for (unsigned v : all) sum += v;  // wraps, as the instruction does
   return sum;
 }
+inline unsigned __reduce_or_sync(unsigned, unsigned value) {
+  const auto all = cpu_device::Machine::get().warp_gather(value);
+  unsigned bits = 0;
+  for (unsigned v : all) bits |= v;
+  return bits;
+}
 inline unsigned __reduce_max_sync(unsigned, unsigned value) {
   const auto all = cpu_device::Machine::get().warp_gather(value);
   return *std::max_element(all.begin(), all.end());

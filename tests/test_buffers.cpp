@@ -156,6 +156,47 @@ TEST(SequenceUnitTiles, IsNativeUnitTilesOfTheSequencesOneRowBlock) {
   EXPECT_GT(checked, 10000);
 }
 
+// A sequence whose rows are all real: two divisions and no select are
+// sequence_unit_tiles, for lengths of any int32 and any bound that keeps
+// the sum in int32; past that, set_whole_tiles turns them off.
+TEST(WholeSequenceTiles, IsSequenceUnitTilesOfASequenceWithAllRowsReal) {
+  constexpr int32_t kMax = 0x7FFFFFFF;
+  int checked = 0;
+  for (const int32_t ratio : {1, 2, 4, 128}) {
+    for (const int32_t block_kv : {1, 3, 16, 64}) {
+      for (const int32_t n : {1, 2, 4}) {
+        StepArgs a = unit_tile_args(ratio, block_kv, n, n);
+        a.schedule.num_ctas = 8;
+        a.schedule.work = 4;
+        a.num_real_decode_rows = 4 * n;
+        // The longest bound that fits: its keys over C plus K - 1 are kMax.
+        const int32_t longest = static_cast<int32_t>(
+            std::min<int64_t>(kMax, (int64_t{kMax} - block_kv + 1) * ratio + ratio - 1));
+        for (const int32_t bound : {0, 1, 1000, longest, kMax}) {
+          a.max_decode_seq_len = bound;
+          set_whole_tiles(a);
+          if (bound > longest) {
+            EXPECT_EQ(a.whole_tiles, 0) << "ratio=" << ratio << " block_kv=" << block_kv << " bound=" << bound;
+            continue;
+          }
+          ASSERT_EQ(a.whole_tiles, 1) << "ratio=" << ratio << " block_kv=" << block_kv << " bound=" << bound;
+          for (int32_t seq = 0; seq < 4; ++seq) {
+            for (const int32_t len : {-kMax - 1, -1, 0, 1, ratio - 1, ratio, ratio + 1, ratio * block_kv - 1,
+                                      ratio * block_kv, ratio * block_kv + ratio, 999, 1000, 1001, kMax - 1,
+                                      kMax}) {
+              ASSERT_EQ(whole_sequence_tiles(a, len), sequence_unit_tiles(a, seq, len))
+                  << "ratio=" << ratio << " block_kv=" << block_kv << " n=" << n << " bound=" << bound
+                  << " seq=" << seq << " len=" << len;
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 3000);
+}
+
 TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
   StepArgs a;
   const auto error = [&a] { return test::error_of<StepError>([&a] { check_step_args(a); }); };
@@ -181,6 +222,16 @@ TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
   a.native_next_n = 2;  // by_next_n still divides by 1
   EXPECT_NE(error().find("native_next_n=2"), std::string::npos) << error();
   a.by_next_n = Divisor(2);
+  EXPECT_NO_THROW(check_step_args(a));
+  set_whole_tiles(a);
+  EXPECT_EQ(a.whole_tiles, 1);
+  EXPECT_NO_THROW(check_step_args(a));
+  a.max_decode_seq_len = 0x7FFFFFFF;  // with C = 1, keys + 63 would pass int32
+  a.compress_ratio = 1;
+  a.by_compress_ratio = Divisor(1);
+  EXPECT_NE(error().find("whole_tiles=1 where max_decode_seq_len=2147483647"), std::string::npos) << error();
+  set_whole_tiles(a);
+  EXPECT_EQ(a.whole_tiles, 0);
   EXPECT_NO_THROW(check_step_args(a));
 }
 

@@ -50,6 +50,8 @@ struct StepArgs {
   int32_t num_real_decode_rows = 0;  // qsl[num_decodes]: rows past it are graph padding
   ScheduleShape schedule{};
   SliceDivisors all_live{};          // slice_divisors(schedule)
+  int32_t whole_tiles = 0;           // 1: whole_sequence_tiles holds (set_whole_tiles), in
+                                     // all_live's padding, so no field after it moves
   StepOutputs out{};
   int32_t candidate_block_size = 0;  // 0: no block ends
   Divisor by_candidate_block{};      // candidate_block_size, or 1 without block ends
@@ -82,6 +84,15 @@ inline int32_t num_step_launches(const StepPlan& plan) {
   return static_cast<int32_t>(std::max<int64_t>(1, (groups + kMaxLaunchGroups - 1) / kMaxLaunchGroups));
 }
 
+// Whether whole_sequence_tiles holds for the step's lengths: it has a
+// schedule, and the keys of its longest decode bound over the compression
+// ratio, plus block_kv - 1, stay in int32. Else the kernel takes
+// sequence_unit_tiles for every sequence.
+inline void set_whole_tiles(StepArgs& a) {
+  const int64_t keys = a.max_decode_seq_len / a.by_compress_ratio.divisor();
+  a.whole_tiles = a.schedule.present() && keys + a.by_block_kv.divisor() - 1 <= 0x7FFFFFFF ? 1 : 0;
+}
+
 // The arguments of launch `launch` of a planned step.
 inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const StepInputs& in,
                                const StepOutputs& out, int32_t launch = 0) {
@@ -107,6 +118,7 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   a.max_decode_seq_len = plan.decode.max_seq_len;
   a.writes_decode = launch == 0;
   a.schedule = plan.decode.schedule;
+  set_whole_tiles(a);
   const std::size_t first = static_cast<std::size_t>(launch) * kMaxLaunchGroups;
   const std::size_t last = std::min(plan.chunk_groups.size(), first + kMaxLaunchGroups);
   a.num_groups = static_cast<int32_t>(last > first ? last - first : 0);
@@ -141,6 +153,16 @@ inline void check_step_args(const StepArgs& a) {
         a.by_compress_ratio.divisor(), a.by_block_kv.divisor(), a.by_row_blocks.divisor(),
         a.by_candidate_block.divisor(), a.by_next_n.divisor(), a.compress_ratio, a.schedule.block_kv,
         a.schedule.row_blocks, a.candidate_block_size, a.native_next_n));
+  }
+  if (schedule && a.whole_tiles != 0) {
+    StepArgs want = a;
+    set_whole_tiles(want);
+    if (want.whole_tiles != a.whole_tiles) {
+      throw StepError(fmt::format(
+          "StepArgs: whole_tiles={} where max_decode_seq_len={} over compress_ratio={} plus block_kv={} less 1 "
+          "passes int32; build StepArgs with make_step_args",
+          a.whole_tiles, a.max_decode_seq_len, a.compress_ratio, a.schedule.block_kv));
+    }
   }
   if (schedule) {
     const SliceDivisors want = slice_divisors(a.schedule);
@@ -328,6 +350,20 @@ IDXPLAN_HD int32_t sequence_unit_tiles(const StepArgs& a, int32_t seq, int32_t d
   const int32_t past = (seq + 1) * s.rows_per_seq - a.num_real_decode_rows;  // padding rows
   const int32_t tokens = seq_len - (past > 0 ? past : 0);
   return last_row_tiles(a, seq_len, past < s.rows_per_seq ? tokens : 0);
+}
+
+// sequence_unit_tiles of a sequence whose rows are all real, so that its
+// last row sees the whole (clamped) length L: ceil(floor(L / C) / K) with
+// C the compression ratio and K the schedule's block_kv, at least 1 where
+// L >= C, and 0 below. floor(L / C) is 0 exactly below C, and past it the
+// ceiling is at least 1, so (floor(L / C) + K - 1) / K is the rule with no
+// select: two divisions, where last_row_tiles takes three steps a division
+// more and two selects. Only where whole_tiles (set_whole_tiles), which
+// keeps the sum in int32. tests/test_buffers.cpp holds it to
+// sequence_unit_tiles.
+IDXPLAN_HD int32_t whole_sequence_tiles(const StepArgs& a, int32_t device_len) {
+  const int32_t keys = a.by_compress_ratio.divide(clamp_seq_len(device_len, a.max_decode_seq_len));
+  return a.by_block_kv.divide(keys + a.by_block_kv.divisor() - 1);
 }
 
 // KV tiles of flattened schedule unit (row, blk) whose row's compressed

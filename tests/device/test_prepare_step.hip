@@ -212,6 +212,43 @@ TEST_F(PrepareStep, MatchesTheReferenceOnFourThousandDecodeRows) {
   }
 }
 
+// Graph padding sequences (native requests with no rows, after the real
+// ones) whose device lengths are not 0: the reference gives such a
+// sequence one tile once its length reaches the compression ratio, where
+// its whole length would give more. The threads and lanes whose sequences'
+// rows are all real take whole_sequence_tiles; those holding padding must
+// not, on every path: the warps' gathered, at a unit and at two units a
+// lane, and the blocks' at one and at many units a thread.
+TEST_F(PrepareStep, PaddingSequencesWithLengthsTakeTheReferencesTiles) {
+  IndexerConfig c = test::deepseek_config();
+  c.max_num_seqs = 4096;
+  c.max_num_batched_tokens = 8192;
+  c.max_model_len = 16384;
+  c.num_compute_units = 512;
+  const Geometry g = make_geometry(c);
+  const device::StepBuffers buffers(g);
+  test::HostBuffers host(g);
+  std::mt19937_64 rng(31);
+  std::set<int32_t> kernels;  // units a thread, 0 for the warps'
+  for (const int32_t seqs : {8, 24, 48, 200, 1000, 4000}) {
+    for (const int32_t real : {1, seqs / 2 + 1, seqs - 1}) {
+      Words qsl(static_cast<std::size_t>(seqs) + 1), lens(static_cast<std::size_t>(seqs));
+      for (int32_t r = 0; r <= seqs; ++r) qsl[static_cast<std::size_t>(r)] = 2 * std::min(r, real);
+      for (int32_t& len : lens) len = std::uniform_int_distribution<int32_t>(1000, 16000)(rng);
+      const Words table(lens.size() * static_cast<std::size_t>(g.max_blocks_per_seq()), 5);
+      EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, 2 * seqs, table, g.max_blocks_per_seq()), "")
+          << seqs << " sequences, " << real << " real";
+      ASSERT_TRUE(plan_.decode.native.present());
+      ASSERT_EQ(plan_.decode.num_real_rows, 2 * real);
+      ASSERT_TRUE(plan_.decode.schedule.present());
+      StepArgs shape;
+      shape.schedule = plan_.decode.schedule;
+      kernels.insert(device::launch_grid(shape, 1024).units_per_thread);
+    }
+  }
+  EXPECT_EQ(kernels, (std::set<int32_t>{0, 1, 4, 16}));
+}
+
 TEST_F(PrepareStep, ReadsSixteenUnitsAThreadFourALoadOnlyFromAlignedLengths) {
   // prepare_step_kernel<16> loads a thread's lengths four at a time when a
   // sequence is one unit and the lengths are 16-byte aligned, one at a time

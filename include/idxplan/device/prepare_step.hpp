@@ -306,11 +306,11 @@ __device__ __forceinline__ void load_sequence_tiles(const StepArgs& a, int32_t b
   // A thread whose sequences' rows are all real (graph padding rows come
   // after them, so every thread of a step without padding) sees each whole
   // length in its last row: whole_sequence_tiles, two divisions and a
-  // clamp a unit where sequence_unit_tiles takes the padding rows' steps,
-  // three more for its ceiling and two selects. On an H100, with the warps'
-  // schedule's lanes doing the same, this took decode_4096's kernel from
-  // 3.82 to 3.58 us, decode_1024's from 2.54 to 2.48 and decode_4's from
-  // 1.47 to 1.43 (100 steps in a graph).
+  // clamp a unit where sequence_unit_tiles adds the padding rows' steps,
+  // a remainder test for its ceiling and two selects. On an H100, with
+  // the warps' schedule's lanes doing the same, this took decode_4096's
+  // kernel from 3.82 to 3.58 us, decode_1024's from 2.54 to 2.48 and
+  // decode_4's from 1.47 to 1.43 (100 steps in a graph).
   if (a.whole_tiles != 0 && int64_t{base + kItems} * s.rows_per_seq <= a.num_real_decode_rows) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) tiles[k] = whole_sequence_tiles(a, lens[k]);

@@ -357,10 +357,10 @@ IDXPLAN_HD int32_t sequence_unit_tiles(const StepArgs& a, int32_t seq, int32_t d
 // C the compression ratio and K the schedule's block_kv, at least 1 where
 // L >= C, and 0 below. floor(L / C) is 0 exactly below C, and past it the
 // ceiling is at least 1, so (floor(L / C) + K - 1) / K is the rule with no
-// select: two divisions, where last_row_tiles takes three steps a division
-// more and two selects. Only where whole_tiles (set_whole_tiles), which
-// keeps the sum in int32. tests/test_buffers.cpp holds it to
-// sequence_unit_tiles.
+// select: two divisions, where sequence_unit_tiles adds the padding rows'
+// steps, a remainder test for its ceiling and two selects. Only where
+// whole_tiles (set_whole_tiles), which keeps the sum in int32.
+// tests/test_buffers.cpp holds it to sequence_unit_tiles.
 IDXPLAN_HD int32_t whole_sequence_tiles(const StepArgs& a, int32_t device_len) {
   const int32_t keys = a.by_compress_ratio.divide(clamp_seq_len(device_len, a.max_decode_seq_len));
   return a.by_block_kv.divide(keys + a.by_block_kv.divisor() - 1);

@@ -363,7 +363,7 @@ IDXPLAN_HD int32_t sequence_unit_tiles(const StepArgs& a, int32_t seq, int32_t d
 // tests/test_buffers.cpp holds it to sequence_unit_tiles.
 IDXPLAN_HD int32_t whole_sequence_tiles(const StepArgs& a, int32_t device_len) {
   const int32_t keys = a.by_compress_ratio.divide(clamp_seq_len(device_len, a.max_decode_seq_len));
-  return a.by_block_kv.divide(keys + a.by_block_kv.divisor() - 1);
+  return a.by_block_kv.divide(keys + (a.by_block_kv.divisor() - 1));  // no int32 past 2^31 - 1 on the way
 }
 
 // KV tiles of flattened schedule unit (row, blk) whose row's compressed

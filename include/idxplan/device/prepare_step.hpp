@@ -311,7 +311,7 @@ __device__ __forceinline__ void load_sequence_tiles(const StepArgs& a, int32_t b
   // the warps' schedule's lanes doing the same, this took decode_4096's
   // kernel from 3.82 to 3.58 us, decode_1024's from 2.54 to 2.48 and
   // decode_4's from 1.47 to 1.43 (100 steps in a graph).
-  if (a.whole_tiles != 0 && int64_t{base + kItems} * s.rows_per_seq <= a.num_real_decode_rows) {
+  if (whole_tiles_below(a, base + kItems)) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) tiles[k] = whole_sequence_tiles(a, lens[k]);
     return;
@@ -533,8 +533,7 @@ __device__ __forceinline__ void write_lane_schedule_slots(const StepArgs& a, int
   // Where no sequence of the step has padding rows, each lane's whole
   // tiles (load_sequence_tiles); a lane past the work has length 0, so no
   // whole tiles either.
-  const bool whole = s.row_blocks == 1 && a.whole_tiles != 0 &&
-                     int64_t{s.work} * s.rows_per_seq <= a.num_real_decode_rows;
+  const bool whole = s.row_blocks == 1 && whole_tiles_below(a, s.work);
   const int32_t tiles =
       whole ? whole_sequence_tiles(a, len)
             : !real ? 0 : (s.row_blocks == 1 ? sequence_unit_tiles(a, lane, len) : native_unit_tiles(a, seq, blk, len));

@@ -88,10 +88,11 @@ inline int32_t num_step_launches(const StepPlan& plan) {
 // schedule, and the keys of its longest decode bound over the compression
 // ratio, plus block_kv - 1, stay in int32. Else the kernel takes
 // sequence_unit_tiles for every sequence.
-inline void set_whole_tiles(StepArgs& a) {
+inline bool whole_tiles_hold(const StepArgs& a) {
   const int64_t keys = a.max_decode_seq_len / a.by_compress_ratio.divisor();
-  a.whole_tiles = a.schedule.present() && keys + a.by_block_kv.divisor() - 1 <= 0x7FFFFFFF ? 1 : 0;
+  return a.schedule.present() && keys + a.by_block_kv.divisor() - 1 <= 0x7FFFFFFF;
 }
+inline void set_whole_tiles(StepArgs& a) { a.whole_tiles = whole_tiles_hold(a) ? 1 : 0; }
 
 // The arguments of launch `launch` of a planned step.
 inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const StepInputs& in,
@@ -154,15 +155,12 @@ inline void check_step_args(const StepArgs& a) {
         a.by_candidate_block.divisor(), a.by_next_n.divisor(), a.compress_ratio, a.schedule.block_kv,
         a.schedule.row_blocks, a.candidate_block_size, a.native_next_n));
   }
-  if (schedule && a.whole_tiles != 0) {
-    StepArgs want = a;
-    set_whole_tiles(want);
-    if (want.whole_tiles != a.whole_tiles) {
-      throw StepError(fmt::format(
-          "StepArgs: whole_tiles={} where max_decode_seq_len={} over compress_ratio={} plus block_kv={} less 1 "
-          "passes int32; build StepArgs with make_step_args",
-          a.whole_tiles, a.max_decode_seq_len, a.compress_ratio, a.schedule.block_kv));
-    }
+  // whole_tiles holds only where set_whole_tiles would set it (0 always holds).
+  if (schedule && a.whole_tiles != 0 && a.whole_tiles != (whole_tiles_hold(a) ? 1 : 0)) {
+    throw StepError(fmt::format(
+        "StepArgs: whole_tiles={} where max_decode_seq_len={} over compress_ratio={} plus block_kv={} less 1 "
+        "passes int32; build StepArgs with make_step_args",
+        a.whole_tiles, a.max_decode_seq_len, a.compress_ratio, a.schedule.block_kv));
   }
   if (schedule) {
     const SliceDivisors want = slice_divisors(a.schedule);
@@ -364,6 +362,12 @@ IDXPLAN_HD int32_t sequence_unit_tiles(const StepArgs& a, int32_t seq, int32_t d
 IDXPLAN_HD int32_t whole_sequence_tiles(const StepArgs& a, int32_t device_len) {
   const int32_t keys = a.by_compress_ratio.divide(clamp_seq_len(device_len, a.max_decode_seq_len));
   return a.by_block_kv.divide(keys + (a.by_block_kv.divisor() - 1));  // no int32 past 2^31 - 1 on the way
+}
+
+// Whether sequences [0, end) take whole_sequence_tiles: the step allows it
+// and their rows are all real (graph padding rows come after the real ones).
+IDXPLAN_HD bool whole_tiles_below(const StepArgs& a, int32_t end) {
+  return a.whole_tiles != 0 && int64_t{end} * a.schedule.rows_per_seq <= a.num_real_decode_rows;
 }
 
 // KV tiles of flattened schedule unit (row, blk) whose row's compressed

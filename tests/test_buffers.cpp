@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "idxplan/plan/launches.hpp"
@@ -209,6 +210,7 @@ TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
   a.schedule.block_kv = 64;
   a.schedule.row_blocks = 1;
   a.schedule.work = 2;
+  a.schedule.max_tiles = 17;
   EXPECT_THROW(check_step_args(a), StepError);
   a.by_block_kv = Divisor(64);
   // all_live still divides by 1 and 1: the schedule's are 6 and 3.
@@ -233,6 +235,51 @@ TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
   set_whole_tiles(a);
   EXPECT_EQ(a.whole_tiles, 0);
   EXPECT_NO_THROW(check_step_args(a));
+}
+
+// A hand-built schedule whose slices may walk no tile: with every unit
+// short of a tile, tiles_per_slice would be 0 and the CPU reference would
+// divide by it (a SIGFPE), as would the kernel. check_step_args refuses it.
+TEST(CheckStepArgs, RefusesAScheduleWhoseSlicesWalkNoTile) {
+  const Words lens{1, 1, 1, 1};  // under compress_ratio: no unit has a tile
+  const Words qsl{0, 1, 2, 3, 4};
+  Words schedule(4 * 8, -1);
+  Words row_lens(4, -1);
+  StepArgs a;
+  a.compress_ratio = 4;
+  a.by_compress_ratio = Divisor(4);
+  a.schedule.num_seqs = 4;
+  a.schedule.rows_per_seq = 1;
+  a.schedule.block_m = 1;
+  a.schedule.row_blocks = 1;
+  a.schedule.work = 4;
+  a.schedule.block_kv = 64;
+  a.schedule.num_ctas = 8;
+  a.schedule.native = true;
+  a.by_block_kv = Divisor(64);
+  a.all_live = slice_divisors(a.schedule);
+  a.in.seq_lens = lens.data();
+  a.in.num_seq_lens = 4;
+  a.in.query_start_loc = qsl.data();
+  a.in.num_query_start_loc = 5;
+  a.num_reqs = 4;
+  a.num_decodes = 4;
+  a.num_decode_rows = 4;
+  a.num_real_decode_rows = 4;
+  a.native_next_n = 1;
+  a.max_decode_seq_len = 100;
+  a.out.decode_schedule.data = schedule.data();
+  a.out.decode_row_lens.data = row_lens.data();
+  for (const int32_t max_tiles : {0, -3}) {
+    a.schedule.max_tiles = max_tiles;
+    const std::string error = test::error_of<StepError>([&a] { fill_step_launch(a); });
+    EXPECT_NE(error.find(fmt::format("max_tiles={}", max_tiles)), std::string::npos) << error;
+  }
+  EXPECT_EQ(schedule, Words(4 * 8, -1));  // nothing written
+  a.schedule.max_tiles = 1;
+  fill_step_launch(a);
+  EXPECT_EQ(schedule, Words(4 * 8, 0));  // no unit has a slice: every slot idle
+  EXPECT_EQ(row_lens, Words(4, 0));
 }
 
 TEST(FillStepBuffers, WritesANativeStepAndItsSchedule) {

@@ -139,8 +139,9 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
 }
 
 // Throws unless the divisors of `a` are those of its fields, as
-// make_step_args sets them: a hand-built StepArgs would otherwise divide by
-// the wrong numbers without a word.
+// make_step_args sets them, and its schedule's slices walk at least one tile:
+// a hand-built StepArgs would otherwise divide by the wrong numbers without
+// a word, or by 0.
 inline void check_step_args(const StepArgs& a) {
   const bool schedule = a.schedule.present();
   if (a.by_compress_ratio.divisor() != a.compress_ratio ||
@@ -154,6 +155,15 @@ inline void check_step_args(const StepArgs& a) {
         a.by_compress_ratio.divisor(), a.by_block_kv.divisor(), a.by_row_blocks.divisor(),
         a.by_candidate_block.divisor(), a.by_next_n.divisor(), a.compress_ratio, a.schedule.block_kv,
         a.schedule.row_blocks, a.candidate_block_size, a.native_next_n));
+  }
+  // tiles_per_slice caps its spread at max_tiles, then raises it to a floor
+  // from the largest unit, 0 where no unit has tiles: with max_tiles under 1
+  // it returns 0 there, and unit_slices divides by it.
+  if (schedule && a.schedule.max_tiles < 1) {
+    throw StepError(fmt::format(
+        "StepArgs: the schedule's max_tiles={} (num_ctas={}, work={}) is under 1, but a slice walks at least "
+        "one tile; build StepArgs with make_step_args",
+        a.schedule.max_tiles, a.schedule.num_ctas, a.schedule.work));
   }
   // whole_tiles holds only where set_whole_tiles would set it (0 always holds).
   if (schedule && a.whole_tiles != 0 && a.whole_tiles != (whole_tiles_hold(a) ? 1 : 0)) {

@@ -157,9 +157,10 @@ TEST(SequenceUnitTiles, IsNativeUnitTilesOfTheSequencesOneRowBlock) {
   EXPECT_GT(checked, 10000);
 }
 
-// A sequence whose rows are all real: two divisions and no select are
+// A sequence whose rows are all real: an add, a high multiply and a shift are
 // sequence_unit_tiles, for lengths of any int32 and any bound that keeps
-// the sum in int32; past that, set_whole_tiles turns them off.
+// the bound plus C * K - C in int32; past that, and where C * K is 1,
+// set_whole_tiles turns them off.
 TEST(WholeSequenceTiles, IsSequenceUnitTilesOfASequenceWithAllRowsReal) {
   constexpr int32_t kMax = 0x7FFFFFFF;
   int checked = 0;
@@ -170,21 +171,21 @@ TEST(WholeSequenceTiles, IsSequenceUnitTilesOfASequenceWithAllRowsReal) {
         a.schedule.num_ctas = 8;
         a.schedule.work = 4;
         a.num_real_decode_rows = 4 * n;
-        // The longest bound that fits: its keys over C plus K - 1 are kMax.
-        const int32_t longest = static_cast<int32_t>(
-            std::min<int64_t>(kMax, (int64_t{kMax} - block_kv + 1) * ratio + ratio - 1));
+        const int32_t keys = ratio * block_kv;
+        // The longest bound that fits: plus C * K - C it is kMax.
+        const int32_t longest = kMax - (keys - ratio);
         for (const int32_t bound : {0, 1, 1000, longest, kMax}) {
           a.max_decode_seq_len = bound;
           set_whole_tiles(a);
-          if (bound > longest) {
-            EXPECT_EQ(a.whole_tiles, 0) << "ratio=" << ratio << " block_kv=" << block_kv << " bound=" << bound;
+          if (keys < 2 || bound > longest) {
+            EXPECT_EQ(a.whole_tiles, 0u) << "ratio=" << ratio << " block_kv=" << block_kv << " bound=" << bound;
             continue;
           }
-          ASSERT_EQ(a.whole_tiles, 1) << "ratio=" << ratio << " block_kv=" << block_kv << " bound=" << bound;
+          ASSERT_EQ(a.whole_tiles, Divisor(keys).multiplier())
+              << "ratio=" << ratio << " block_kv=" << block_kv << " bound=" << bound;
           for (int32_t seq = 0; seq < 4; ++seq) {
-            for (const int32_t len : {-kMax - 1, -1, 0, 1, ratio - 1, ratio, ratio + 1, ratio * block_kv - 1,
-                                      ratio * block_kv, ratio * block_kv + ratio, 999, 1000, 1001, kMax - 1,
-                                      kMax}) {
+            for (const int32_t len : {-kMax - 1, -1, 0, 1, ratio - 1, ratio, ratio + 1, keys - 1, keys,
+                                      keys + ratio, 999, 1000, 1001, kMax - 1, kMax}) {
               ASSERT_EQ(whole_sequence_tiles(a, len), sequence_unit_tiles(a, seq, len))
                   << "ratio=" << ratio << " block_kv=" << block_kv << " n=" << n << " bound=" << bound
                   << " seq=" << seq << " len=" << len;
@@ -226,14 +227,19 @@ TEST(CheckStepArgs, RefusesDivisorsThatAreNotTheFields) {
   a.by_next_n = Divisor(2);
   EXPECT_NO_THROW(check_step_args(a));
   set_whole_tiles(a);
-  EXPECT_EQ(a.whole_tiles, 1);
+  const uint32_t multiplier = Divisor(4 * 64).multiplier();
+  EXPECT_EQ(a.whole_tiles, multiplier);
   EXPECT_NO_THROW(check_step_args(a));
-  a.max_decode_seq_len = 0x7FFFFFFF;  // with C = 1, keys + 63 would pass int32
+  a.whole_tiles = multiplier + 1;  // would divide by something else
+  EXPECT_NE(error().find(fmt::format("whole_tiles={} is not {}", multiplier + 1, multiplier)), std::string::npos)
+      << error();
+  a.whole_tiles = multiplier;
+  a.max_decode_seq_len = 0x7FFFFFFF;  // with C = 1, the bound plus 63 would pass int32
   a.compress_ratio = 1;
   a.by_compress_ratio = Divisor(1);
-  EXPECT_NE(error().find("whole_tiles=1 where max_decode_seq_len=2147483647"), std::string::npos) << error();
+  EXPECT_NE(error().find(fmt::format("whole_tiles={} is not 0", multiplier)), std::string::npos) << error();
   set_whole_tiles(a);
-  EXPECT_EQ(a.whole_tiles, 0);
+  EXPECT_EQ(a.whole_tiles, 0u);
   EXPECT_NO_THROW(check_step_args(a));
 }
 

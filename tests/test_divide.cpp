@@ -95,6 +95,31 @@ TEST(Reciprocal, DividesEveryDividendUpExactly) {
   EXPECT_GT(checked, 4000000);
 }
 
+// divide_biased with Divisor(d)'s multiplier is Divisor(d).divide(n + bias)
+// for every split of an edge or random dividend into n + bias, every
+// divisor from 2 of Divisor.DividesEveryDividendExactly.
+TEST(DivideBiased, IsTheDivisorsDivisionOfTheSum) {
+  std::mt19937_64 rng(13);
+  std::uniform_int_distribution<int32_t> any(0, kMax);
+  const std::vector<int32_t> divisors = test_divisors(rng);
+  int64_t checked = 0;
+  for (const int32_t d : divisors) {
+    if (d < 2) continue;
+    const Divisor by(d);
+    std::vector<int32_t> sums = edge_dividends(d);
+    for (int i = 0; i < 16; ++i) sums.push_back(any(rng));
+    for (const int32_t sum : sums) {
+      for (const int32_t bias : {0, 1, d - 1, d, sum / 2, sum}) {
+        if (bias > sum) continue;
+        ASSERT_EQ(divide_biased(sum - bias, bias, d, by.multiplier()), sum / d)
+            << "(" << sum - bias << " + " << bias << ") / " << d;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 300000);
+}
+
 TEST(Divisor, RefusesANonPositiveDivisor) {
   EXPECT_THROW(Divisor(0), Error);
   EXPECT_THROW(Divisor(-4), Error);

@@ -305,12 +305,14 @@ __device__ __forceinline__ void load_sequence_tiles(const StepArgs& a, int32_t b
   }
   // A thread whose sequences' rows are all real (graph padding rows come
   // after them, so every thread of a step without padding) sees each whole
-  // length in its last row: whole_sequence_tiles, two divisions and a
-  // clamp a unit where sequence_unit_tiles adds the padding rows' steps,
-  // a remainder test for its ceiling and two selects. On an H100, with
-  // the warps' schedule's lanes doing the same, this took decode_4096's
-  // kernel from 3.82 to 3.58 us, decode_1024's from 2.54 to 2.48 and
-  // decode_4's from 1.47 to 1.43 (100 steps in a graph).
+  // length in its last row: whole_sequence_tiles, a clamp, an add, a high
+  // multiply and a shift a unit where sequence_unit_tiles adds the padding
+  // rows' steps, two divisions, a remainder test for its ceiling and two
+  // selects. On an H100, with the warps' schedule's lanes doing the same,
+  // this took decode_4096's kernel from 3.82 to 3.58 us, decode_1024's from
+  // 2.54 to 2.48 and decode_4's from 1.47 to 1.43 as two divisions; in a
+  // later call the one multiply took them from 3.55, 2.51 and 1.42 to
+  // 3.38, 2.45 and 1.40 (100 steps in a graph; docs/performance.md).
   if (whole_tiles_below(a, base + kItems)) {
 #pragma unroll
     for (int k = 0; k < kItems; ++k) tiles[k] = whole_sequence_tiles(a, lens[k]);

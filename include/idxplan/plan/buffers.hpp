@@ -50,8 +50,9 @@ struct StepArgs {
   int32_t num_real_decode_rows = 0;  // qsl[num_decodes]: rows past it are graph padding
   ScheduleShape schedule{};
   SliceDivisors all_live{};          // slice_divisors(schedule)
-  int32_t whole_tiles = 0;           // 1: whole_sequence_tiles holds (set_whole_tiles), in
-                                     // all_live's padding, so no field after it moves
+  uint32_t whole_tiles = 0;          // Divisor(compress_ratio * block_kv)'s multiplier where
+                                     // whole_sequence_tiles holds (set_whole_tiles), else 0;
+                                     // in all_live's padding, so no field after it moves
   StepOutputs out{};
   int32_t candidate_block_size = 0;  // 0: no block ends
   Divisor by_candidate_block{};      // candidate_block_size, or 1 without block ends
@@ -84,15 +85,18 @@ inline int32_t num_step_launches(const StepPlan& plan) {
   return static_cast<int32_t>(std::max<int64_t>(1, (groups + kMaxLaunchGroups - 1) / kMaxLaunchGroups));
 }
 
-// Whether whole_sequence_tiles holds for the step's lengths: it has a
-// schedule, and the keys of its longest decode bound over the compression
-// ratio, plus block_kv - 1, stay in int32. Else the kernel takes
-// sequence_unit_tiles for every sequence.
-inline bool whole_tiles_hold(const StepArgs& a) {
-  const int64_t keys = a.max_decode_seq_len / a.by_compress_ratio.divisor();
-  return a.schedule.present() && keys + a.by_block_kv.divisor() - 1 <= 0x7FFFFFFF;
+// StepArgs::whole_tiles of the step: where it has a schedule, the keys of
+// a tile, C * K (the compression ratio by the schedule's block_kv), are at
+// least 2, and its longest decode bound, not negative, plus C * K - C
+// stays in int32, the multiplier of Divisor(C * K); else 0, and the kernel
+// takes sequence_unit_tiles for every sequence.
+inline uint32_t whole_tiles_of(const StepArgs& a) {
+  const int64_t keys = int64_t{a.by_compress_ratio.divisor()} * a.by_block_kv.divisor();
+  const bool hold = a.schedule.present() && keys >= 2 && keys <= 0x7FFFFFFF && a.max_decode_seq_len >= 0 &&
+                    a.max_decode_seq_len + keys - a.by_compress_ratio.divisor() <= 0x7FFFFFFF;
+  return hold ? Divisor(static_cast<int32_t>(keys)).multiplier() : 0;
 }
-inline void set_whole_tiles(StepArgs& a) { a.whole_tiles = whole_tiles_hold(a) ? 1 : 0; }
+inline void set_whole_tiles(StepArgs& a) { a.whole_tiles = whole_tiles_of(a); }
 
 // The arguments of launch `launch` of a planned step.
 inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const StepInputs& in,
@@ -165,12 +169,13 @@ inline void check_step_args(const StepArgs& a) {
         "one tile; build StepArgs with make_step_args",
         a.schedule.max_tiles, a.schedule.num_ctas, a.schedule.work));
   }
-  // whole_tiles holds only where set_whole_tiles would set it (0 always holds).
-  if (schedule && a.whole_tiles != 0 && a.whole_tiles != (whole_tiles_hold(a) ? 1 : 0)) {
+  // whole_tiles is 0 or what set_whole_tiles sets (0 always holds).
+  if (schedule && a.whole_tiles != 0 && a.whole_tiles != whole_tiles_of(a)) {
     throw StepError(fmt::format(
-        "StepArgs: whole_tiles={} where max_decode_seq_len={} over compress_ratio={} plus block_kv={} less 1 "
-        "passes int32; build StepArgs with make_step_args",
-        a.whole_tiles, a.max_decode_seq_len, a.compress_ratio, a.schedule.block_kv));
+        "StepArgs: whole_tiles={} is not {}, the multiplier of compress_ratio={} by block_kv={} where "
+        "max_decode_seq_len={} plus their product less compress_ratio stays in int32, else 0; build StepArgs "
+        "with make_step_args",
+        a.whole_tiles, whole_tiles_of(a), a.compress_ratio, a.schedule.block_kv, a.max_decode_seq_len));
   }
   if (schedule) {
     const SliceDivisors want = slice_divisors(a.schedule);
@@ -364,14 +369,18 @@ IDXPLAN_HD int32_t sequence_unit_tiles(const StepArgs& a, int32_t seq, int32_t d
 // last row sees the whole (clamped) length L: ceil(floor(L / C) / K) with
 // C the compression ratio and K the schedule's block_kv, at least 1 where
 // L >= C, and 0 below. floor(L / C) is 0 exactly below C, and past it the
-// ceiling is at least 1, so (floor(L / C) + K - 1) / K is the rule with no
-// select: two divisions, where sequence_unit_tiles adds the padding rows'
-// steps, a remainder test for its ceiling and two selects. Only where
-// whole_tiles (set_whole_tiles), which keeps the sum in int32.
+// ceiling is at least 1, so the rule is (floor(L / C) + K - 1) / K, which
+// is (L + C * K - C) / (C * K): an add, a high multiply and a shift
+// (divide_biased), where sequence_unit_tiles adds the padding rows' steps,
+// two divisions, a remainder test for its ceiling and two selects. Only
+// where whole_tiles (set_whole_tiles), which keeps the sum in int32.
 // tests/test_buffers.cpp holds it to sequence_unit_tiles.
 IDXPLAN_HD int32_t whole_sequence_tiles(const StepArgs& a, int32_t device_len) {
-  const int32_t keys = a.by_compress_ratio.divide(clamp_seq_len(device_len, a.max_decode_seq_len));
-  return a.by_block_kv.divide(keys + (a.by_block_kv.divisor() - 1));  // no int32 past 2^31 - 1 on the way
+  const int32_t ratio = a.by_compress_ratio.divisor();
+  const int32_t keys = ratio * a.by_block_kv.divisor();
+  // clamp_seq_len as two steps, not three: the bound is not negative.
+  const int32_t shorter = device_len < a.max_decode_seq_len ? device_len : a.max_decode_seq_len;
+  return divide_biased(shorter > 0 ? shorter : 0, keys - ratio, keys, a.whole_tiles);
 }
 
 // Whether sequences [0, end) take whole_sequence_tiles: the step allows it

@@ -59,6 +59,8 @@ class Divisor {
   }
 
   IDXPLAN_HD constexpr int32_t divisor() const { return d_; }
+  // The multiplier alone, for divide_biased.
+  IDXPLAN_HD constexpr uint32_t multiplier() const { return magic_; }
   // n / d, for 0 <= n < 2^31.
   IDXPLAN_HD constexpr int32_t divide(int32_t n) const {
     return static_cast<int32_t>((uint64_t{static_cast<uint32_t>(n)} * magic_) >> shift_);
@@ -74,6 +76,28 @@ class Divisor {
   uint32_t magic_ = 1u << 31;  // d = 1: n * 2^31 >> 31
   int32_t shift_ = 31;
 };
+
+// floor((n + bias) / d) for n, bias >= 0 with n + bias < 2^31 and d >= 2,
+// given Divisor(d).multiplier() m, for a divisor the device forms from
+// fields it already holds, so that the arguments keep 4 bytes rather than
+// a Divisor's 12. Its shift, 31 + ceil(log2 d), is past 32 for d >= 2: the
+// quotient is the high word of one 32-bit multiply, shifted right by
+// ceil(log2 d) - 1, which is Divisor(d)'s divide(n + bias)
+// (tests/test_divide.cpp).
+IDXPLAN_HD int32_t divide_biased(int32_t n, int32_t bias, int32_t d, uint32_t m) {
+  const auto d_less_one = static_cast<uint32_t>(d - 1);
+  // ceil(log2 d) - 1. __clz is nvcc's device intrinsic; elsewhere the
+  // builtin, which clang's HIP device code has even where no HIP header is
+  // included (the Python module's host sources, built as HIP).
+#if defined(__CUDA_ARCH__)
+  const int32_t log2_less_one = 31 - __clz(static_cast<int>(d_less_one));
+#else
+  const int32_t log2_less_one = 31 - __builtin_clz(d_less_one);
+#endif
+  const uint32_t sum = static_cast<uint32_t>(n) + static_cast<uint32_t>(bias);
+  const auto high = static_cast<uint32_t>((uint64_t{sum} * m) >> 32);
+  return static_cast<int32_t>(high >> log2_less_one);
+}
 
 // Division of many dividends in [0, 2^31) by a divisor d >= 1 that only the
 // device knows (a unit's slices by the step's tiles a slice, which

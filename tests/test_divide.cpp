@@ -44,17 +44,22 @@ std::vector<int32_t> test_divisors(std::mt19937_64& rng) {
   return divisors;
 }
 
+// edge_dividends(d) and `random` more drawn from `rng`.
+std::vector<int32_t> test_dividends(int32_t d, std::mt19937_64& rng, int random) {
+  std::uniform_int_distribution<int32_t> any(0, kMax);
+  std::vector<int32_t> n = edge_dividends(d);
+  for (int i = 0; i < random; ++i) n.push_back(any(rng));
+  return n;
+}
+
 TEST(Divisor, DividesEveryDividendExactly) {
   std::mt19937_64 rng(11);
-  std::uniform_int_distribution<int32_t> any(0, kMax);
   const std::vector<int32_t> divisors = test_divisors(rng);
   int64_t checked = 0;
   for (const int32_t d : divisors) {
     const Divisor by(d);
     ASSERT_EQ(by.divisor(), d);
-    std::vector<int32_t> n = edge_dividends(d);
-    for (int i = 0; i < 64; ++i) n.push_back(any(rng));
-    for (const int32_t v : n) {
+    for (const int32_t v : test_dividends(d, rng, 64)) {
       ASSERT_EQ(by.divide(v), v / d) << v << " / " << d;
       ASSERT_EQ(by.divide_up(v), v / d + (v % d != 0)) << "ceil(" << v << " / " << d << ")";
       ++checked;
@@ -75,14 +80,11 @@ TEST(Divisor, EveryDividendBelowTwoToTheTwentyForSmallDivisors) {
 // Divisor.DividesEveryDividendExactly, and every pair of small ones.
 TEST(Reciprocal, DividesEveryDividendUpExactly) {
   std::mt19937_64 rng(12);
-  std::uniform_int_distribution<int32_t> any(0, kMax);
   const std::vector<int32_t> divisors = test_divisors(rng);
   int64_t checked = 0;
   for (const int32_t d : divisors) {
     const Reciprocal by(d);
-    std::vector<int32_t> n = edge_dividends(d);
-    for (int i = 0; i < 64; ++i) n.push_back(any(rng));
-    for (const int32_t v : n) {
+    for (const int32_t v : test_dividends(d, rng, 64)) {
       ASSERT_EQ(by.divide_up(v), v / d + (v % d != 0)) << "ceil(" << v << " / " << d << ")";
       ++checked;
     }
@@ -100,15 +102,12 @@ TEST(Reciprocal, DividesEveryDividendUpExactly) {
 // divisor from 2 of Divisor.DividesEveryDividendExactly.
 TEST(DivideBiased, IsTheDivisorsDivisionOfTheSum) {
   std::mt19937_64 rng(13);
-  std::uniform_int_distribution<int32_t> any(0, kMax);
   const std::vector<int32_t> divisors = test_divisors(rng);
   int64_t checked = 0;
   for (const int32_t d : divisors) {
     if (d < 2) continue;
     const Divisor by(d);
-    std::vector<int32_t> sums = edge_dividends(d);
-    for (int i = 0; i < 16; ++i) sums.push_back(any(rng));
-    for (const int32_t sum : sums) {
+    for (const int32_t sum : test_dividends(d, rng, 16)) {
       for (const int32_t bias : {0, 1, d - 1, d, sum / 2, sum}) {
         if (bias > sum) continue;
         ASSERT_EQ(divide_biased(sum - bias, bias, d, by.multiplier()), sum / d)

@@ -21,10 +21,8 @@ namespace {
 
 using test::HostBuffers;
 using Words = std::vector<int32_t>;
+using test::slice;
 using test::small_config;
-
-
-Words slice(const Words& w, std::size_t n) { return Words(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n)); }
 
 TEST(FindRequest, SkipsEmptyRequestsBeforeTheToken) {
   const Words qsl{0, 2, 2, 2, 5};

@@ -16,10 +16,8 @@ namespace {
 
 using test::HostBuffers;
 using Words = std::vector<int32_t>;
+using test::slice;
 using test::small_config;
-
-
-Words slice(const Words& w, std::size_t n) { return Words(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n)); }
 
 // The message check_step_buffers gives, or "no error".
 std::string buffers_error(const Geometry& g, const StepPlan& plan, const StepInputs& in,

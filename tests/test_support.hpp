@@ -4,6 +4,7 @@
 
 // Configs and helpers the tests share.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +43,11 @@ inline void fill_reference(const Geometry& g, const StepPlan& plan, const std::v
                            bool key_bounds = false) {
   const StepInputs in = make_step_inputs(seq_lens, qsl, block_table, table_stride);
   fill_step_buffers(g, plan, in, out.outputs(always_write_decode_block_table, key_bounds));
+}
+
+// The first `n` words of `w`.
+inline std::vector<int32_t> slice(const std::vector<int32_t>& w, std::size_t n) {
+  return std::vector<int32_t>(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 // The message of the E that `f()` throws, or "no error".

@@ -390,8 +390,7 @@ TEST_F(PrepareStep, AnAllZeroStepWritesEmptyDescriptors) {
   EXPECT_EQ(run(g, buffers, host, qsl, lens, lens, kUnpaddedTokens, Words(512 * 8192, 9), 8192), "");
   ASSERT_TRUE(plan_.decode.schedule.present());
   const std::size_t words = static_cast<std::size_t>(4 * plan_.decode.schedule.num_ctas);
-  EXPECT_EQ(Words(host.decode_schedule.begin(), host.decode_schedule.begin() + static_cast<std::ptrdiff_t>(words)),
-            Words(words, 0));
+  EXPECT_EQ(test::slice(host.decode_schedule, words), Words(words, 0));
 }
 
 TEST_F(PrepareStep, PacksMoreChunkGroupsThanOneLaunchCarries) {

@@ -78,6 +78,16 @@ inline constexpr bool kFourLengthsALoad = false;
 inline constexpr bool kFourLengthsALoad = true;
 #endif
 
+// Whether the warps' schedule's idle warps fetch the kernel arguments that
+// its working warps read late (prepare_step.hpp). NVIDIA reads a kernel's
+// arguments through its constant cache, where a miss stalls the warp that
+// reads; AMD loads them into scalar registers, most at the kernel's start.
+#if defined(__HIP_PLATFORM_AMD__)
+inline constexpr bool kIdleWarpsFetchArguments = false;
+#else
+inline constexpr bool kIdleWarpsFetchArguments = true;
+#endif
+
 #if defined(__HIP_PLATFORM_AMD__)
 using Stream = hipStream_t;
 using RuntimeError = hipError_t;

@@ -634,9 +634,9 @@ __device__ __forceinline__ void write_lanes_schedule_slots(const StepArgs& a, in
 // warps wait for their lengths rather than on their chain. The store is
 // never made (no plan has a negative sequence count), and would touch only
 // a word of its own; testing the word keeps the compiler from dropping its
-// load. On an H100 this took decode_8's
-// kernel from 1.39-1.40 to 1.37-1.38 us and decode_64's from 1.81 to 1.79,
-// the blocks' steps level (100 steps in a graph).
+// load. On an H100 this took decode_8's kernel from 1.39-1.40 to 1.37-1.38
+// us and decode_64's from 1.81 to 1.79, the blocks' steps level (100 steps
+// in a graph).
 __device__ __forceinline__ void fetch_late_arguments(const StepArgs& a) {
   uint32_t word = 0;
   switch (static_cast<int>(threadIdx.x) / Primitives::kWarpSize - kSmallWarps) {

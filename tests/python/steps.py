@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: Copyright idxplan contributors
 """Seeded random steps for the Python tests: decodes native, one-row, ragged and
-padded; prefills cut into chunks, with and without gathers; requests with no rows."""
+padded (native ones as vLLM's FULL graphs pad them too); prefills cut into chunks, with and without gathers; requests with no rows."""
 
 import random
 
@@ -33,7 +33,7 @@ def random_step(config, rng):
     num_reqs = rng.randrange(0, 24)
     num_decodes = num_reqs if kind <= 1 else (0 if kind == 5 else rng.randrange(num_reqs + 1))
     uniform = rng.random() < 0.5
-    padding = rng.randrange(num_decodes + 1) if kind <= 1 and rng.random() < 0.3 else 0
+    padding = rng.randrange(num_decodes + 1) if kind <= 1 and rng.random() < 0.5 else 0
     qsl, upper, exact = [0], [], []
     for r in range(num_reqs):
         if r < num_decodes - padding:
@@ -52,7 +52,11 @@ def random_step(config, rng):
         upper.append(ub)
         exact.append(ub if rng.random() < 0.75 else rng.randrange(q, ub + 1))
     num_tokens = None
-    if rng.random() < 0.25:
+    if padding and uniform and next_n > 1 and len(upper) == num_decodes and rng.random() < 0.8:
+        # vLLM's FULL graphs: a uniform batch padded with whole empty requests,
+        # next_n tokens each, which runs native.
+        num_tokens = num_decodes * next_n
+    elif rng.random() < 0.25:
         all_decode = len(upper) <= num_decodes
         room = (config["max_num_seqs"] * threshold if all_decode else config["max_num_batched_tokens"])
         num_tokens = min(room, config["max_num_batched_tokens"], qsl[-1] + rng.randrange(17))

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -72,20 +73,41 @@ const Names& names() {
   return *n;
 }
 
+// Raises, from the Python error being handled, a ValueError saying `message`:
+// its __cause__ is the engine's own exception, whose words and traceback stay.
+[[noreturn]] void fail_from(const std::string& message) {
+  py::raise_from(PyExc_ValueError, message.c_str());
+  throw py::error_already_set();
+}
+
+// Reading attribute `name` of common_attn_metadata failed: an AttributeError
+// is a field the builder needs and the object lacks; anything else is the
+// engine's own fault, kept as the cause.
+[[noreturn]] void fail_reading(PyObject* name) {
+  const char* field = PyUnicode_AsUTF8(name);
+  if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    fail_from(fmt::format("common_attn_metadata has no {}: build() reads vLLM's CommonAttentionMetadata fields "
+                          "(docs/vllm.md)",
+                          field));
+  }
+  PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+  PyErr_Fetch(&type, &value, &trace);
+  const std::string raised = reinterpret_cast<PyTypeObject*>(type)->tp_name;
+  PyErr_Restore(type, value, trace);
+  fail_from(fmt::format("reading common_attn_metadata.{} raised {} (the cause, below)", field, raised));
+}
+
 // An attribute of `obj`, or a ValueError naming what the builder needed.
 py::object attr(py::handle obj, PyObject* name) {
   PyObject* v = PyObject_GetAttr(obj.ptr(), name);
-  if (v == nullptr) {
-    PyErr_Clear();
-    fail(fmt::format("common_attn_metadata has no {}: build() reads vLLM's CommonAttentionMetadata fields "
-                     "(docs/vllm.md)",
-                     PyUnicode_AsUTF8(name)));
-  }
+  if (v == nullptr) fail_reading(name);
   return py::reinterpret_steal<py::object>(v);
 }
+// An attribute that may be absent (None then); one that raises otherwise is refused.
 py::object attr_or_none(py::handle obj, PyObject* name) {
   PyObject* v = PyObject_GetAttr(obj.ptr(), name);
   if (v == nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) fail_reading(name);
     PyErr_Clear();
     return py::none();
   }
@@ -99,12 +121,24 @@ py::object call_method(py::handle obj, PyObject* name) {
   return py::reinterpret_steal<py::object>(v);
 }
 
+// A count of common_attn_metadata: an int, or anything with an integer
+// __index__ (numpy and torch integers), never a bool or a float.
 int64_t as_int(py::handle v, const char* name) {
-  if (PyBool_Check(v.ptr()) || PyIndex_Check(v.ptr()) == 0) {
-    fail(fmt::format("common_attn_metadata.{} must be an integer, got {}", name,
-                     py::repr(v).cast<std::string>()));
+  const auto refuse = [&] {
+    fail(fmt::format("common_attn_metadata.{} must be an integer, got {}", name, py::repr(v).cast<std::string>()));
+  };
+  if (PyBool_Check(v.ptr()) || PyIndex_Check(v.ptr()) == 0) refuse();
+  PyObject* index = PyNumber_Index(v.ptr());  // raises for a float tensor or a 1-D array
+  if (index == nullptr) {
+    PyErr_Clear();
+    refuse();
   }
-  return py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr())).cast<int64_t>();
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index, &overflow);
+  const std::string text = overflow != 0 ? py::str(py::handle(index)).cast<std::string>() : std::string();
+  Py_DECREF(index);
+  if (overflow != 0) fail(fmt::format("common_attn_metadata.{}={} does not fit int64", name, text));
+  return value;
 }
 
 // One of the engine's arrays as read this step.
@@ -316,6 +350,7 @@ class VllmBuilder {
   bool reads_through_exchange_api() const { return torch_.exchange != nullptr; }
 
   py::object build(py::handle cm) {
+    const Entered entered(building_);
     read_and_plan(cm);
     fill();
     return metadata(cm);
@@ -326,6 +361,7 @@ class VllmBuilder {
   // the objects. For the benchmark's account of where build()'s time goes.
   py::tuple build_timed(py::handle cm) {
     using Clock = std::chrono::steady_clock;
+    const Entered entered(building_);
     const auto t0 = Clock::now();
     read_and_plan(cm);
     const auto t1 = Clock::now();
@@ -338,6 +374,29 @@ class VllmBuilder {
   }
 
  private:
+  // A build runs to its end before the next starts: the plan, the buffers and
+  // the step's arrays are the builder's own. A second thread (or a callback of
+  // the engine's object) entering mid-build would read and rewrite them under
+  // the first, so it is refused. Every entry holds the GIL, so a plain flag is
+  // enough.
+  class Entered {
+   public:
+    explicit Entered(bool& building) : building_(building) {
+      if (building_) {
+        throw std::runtime_error(
+            "MetadataBuilder is already building a step: one builder serves one thread and one stream at a "
+            "time (docs/vllm.md), and build() was entered again before its last call returned");
+      }
+      building_ = true;
+    }
+    ~Entered() { building_ = false; }
+    Entered(const Entered&) = delete;
+    Entered& operator=(const Entered&) = delete;
+
+   private:
+    bool& building_;
+  };
+
   // Reads the step's arrays from `cm`, points the step's inputs at the
   // exact lengths and the engine's table, and plans it from the host copies.
   void read_and_plan(py::handle cm) {
@@ -347,13 +406,29 @@ class VllmBuilder {
     if (num_reqs < 0) fail(fmt::format("common_attn_metadata.num_reqs={} is negative", num_reqs));
     if (num_tokens < 0) fail(fmt::format("common_attn_metadata.num_actual_tokens={} is negative", num_tokens));
 
+    // max_seq_len: vLLM's longest sequence, max_model_len while it captures a
+    // graph. The decode gate holds for it too, and it bounds every request
+    // where the host copies of the lengths are absent.
+    max_seq_len_obj_ = attr_or_none(cm, n.max_seq_len);
+    max_seq_len_ = max_seq_len_obj_.is_none() ? -1 : as_int(max_seq_len_obj_, "max_seq_len");
+    if (!max_seq_len_obj_.is_none() && max_seq_len_ < 0) {
+      fail(fmt::format("common_attn_metadata.max_seq_len={} is negative", max_seq_len_));
+    }
+
     // Plan from the host copies.
     host_qsl_ = read_engine(torch_, attr(cm, n.query_start_loc_cpu), "query_start_loc_cpu", 1, true);
-    host_upper_ = read_engine(torch_, attr(cm, n.seq_lens_cpu_upper_bound), "seq_lens_cpu_upper_bound", 1, true);
     require_host(host_qsl_, "query_start_loc_cpu");
-    require_host(host_upper_, "seq_lens_cpu_upper_bound");
     require_entries(host_qsl_, num_reqs + 1, "query_start_loc_cpu", "num_reqs + 1");
-    require_entries(host_upper_, num_reqs, "seq_lens_cpu_upper_bound", "num_reqs");
+    const py::object upper = attr_or_none(cm, n.seq_lens_cpu_upper_bound);
+    upper_is_max_seq_len_ = upper.is_none();
+    if (!upper_is_max_seq_len_) {
+      host_upper_ = read_engine(torch_, upper, "seq_lens_cpu_upper_bound", 1, true);
+      require_host(host_upper_, "seq_lens_cpu_upper_bound");
+      require_entries(host_upper_, num_reqs, "seq_lens_cpu_upper_bound", "num_reqs");
+    } else if (max_seq_len_ < 0) {
+      fail("common_attn_metadata.seq_lens_cpu_upper_bound is None, and so is max_seq_len: a step without the "
+           "host's upper bounds is planned with max_seq_len as every request's");
+    }
 
     // What the fill reads: the exact lengths and offsets and the engine's table.
     qsl_ = read_engine(torch_, attr(cm, n.query_start_loc), "query_start_loc", 1, false);
@@ -379,8 +454,29 @@ class VllmBuilder {
 
     // Planned last, so that a step refused above leaves the last plan as it was.
     with_host_span(host_qsl_, num_reqs + 1, [&](auto qsl) {
-      with_host_span(host_upper_, num_reqs, [&](auto bounds) { plan_step(g_, qsl, bounds, num_tokens, plan_); });
+      if (!upper_is_max_seq_len_) {
+        with_host_span(host_upper_, num_reqs, [&](auto bounds) { plan_step(g_, qsl, bounds, num_tokens, plan_); });
+        return;
+      }
+      // As the reference: the upper bounds are read for prefill chunks only, so
+      // a decode-only step (vLLM's drafter and capture paths) builds without them.
+      const int64_t bound = max_seq_len_;
+      const auto bounds = idxplan::detail::index_view(static_cast<std::size_t>(num_reqs), [bound](std::size_t) { return bound; });
+      const int32_t prefills = check_step(g_, qsl, bounds, num_tokens).split.num_prefills;
+      if (prefills > 0) {
+        fail(fmt::format("common_attn_metadata.seq_lens_cpu_upper_bound is None, and the step has {} prefill "
+                         "request{}: their chunks are planned from the host's upper bounds (a decode-only step "
+                         "takes max_seq_len for them)",
+                         prefills, prefills == 1 ? "" : "s"));
+      }
+      plan_step(g_, qsl, bounds, num_tokens, plan_);
     });
+    // The decode gate holds for the graph's max_seq_len as well as for this
+    // step's bounds: a graph captured at max_model_len replays any step.
+    if (plan_.num_decodes > 0 && max_seq_len_ >= 0) {
+      plan_.decode.use_gather =
+          plan_.decode.use_gather || g_.decode_gathers(max_seq_len_ / g_.config().compress_ratio);
+    }
     // The flattened table, on native steps too: always, or where the decode rows gather.
     out_.always_write_decode_block_table = row_table_every_step_ || plan_.decode.use_gather;
   }
@@ -506,8 +602,7 @@ class VllmBuilder {
     const StepPlan& p = plan_;
     py::object m = make(metadata_);
     set(m, "seq_lens", seq_lens_.obj);
-    py::object max_seq_len = attr_or_none(cm, n.max_seq_len);
-    set(m, "max_seq_len", max_seq_len.is_none() ? py::int_(p.max_seq_len) : max_seq_len);
+    set(m, "max_seq_len", max_seq_len_ < 0 ? py::int_(p.max_seq_len) : max_seq_len_obj_);
     set(m, "slot_mapping", attr_or_none(cm, n.slot_mapping));
     set(m, "num_decodes", py::int_(p.num_decodes));
     set(m, "num_decode_tokens", py::int_(p.num_decode_tokens));
@@ -660,7 +755,9 @@ class VllmBuilder {
 
   // The host copies' entries (read by build() this step).
   int32_t host_qsl(int64_t i) const { return host_entry(host_qsl_, i); }
-  int32_t host_upper(int64_t i) const { return host_entry(host_upper_, i); }
+  int32_t host_upper(int64_t i) const {
+    return upper_is_max_seq_len_ ? static_cast<int32_t>(max_seq_len_) : host_entry(host_upper_, i);
+  }
   static int32_t host_entry(const EngineArray& a, int64_t i) {
     return a.wide ? static_cast<int32_t>(static_cast<const int64_t*>(a.data)[i])
                   : static_cast<const int32_t*>(a.data)[i];
@@ -682,7 +779,11 @@ class VllmBuilder {
   Torch torch_;
   // This step's arrays.
   EngineArray host_qsl_, host_upper_, qsl_, seq_lens_, table_;
+  py::object max_seq_len_obj_;         // common_attn_metadata.max_seq_len, passed through
+  int64_t max_seq_len_ = -1;           // its value, -1 when None
+  bool upper_is_max_seq_len_ = false;  // no host upper bounds: max_seq_len bounds every request
   StepInputs in_;
+  bool building_ = false;  // a build() is running (Entered)
 };
 
 }  // namespace

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import _idxplan as _core
+from ._idxplan import __version__
 from ._idxplan import (
     CacheLayout,
     ConfigError,
@@ -49,7 +50,7 @@ from ._idxplan import (
 )
 
 __all__ = [
-    "CacheLayout", "CandidateLaunch", "ConfigError", "DecodeLaunch", "DecodePlan", "DeviceError",
+    "__version__", "CacheLayout", "CandidateLaunch", "ConfigError", "DecodeLaunch", "DecodePlan", "DeviceError",
     "Geometry", "NativeDecode", "Plan", "Planner", "PrefillLaunch", "ScheduleShape", "StepError",
     "StepInputs", "StepOutputs", "candidate_launch", "check_step_buffers", "check_step_outputs",
     "compute_units",

@@ -10,6 +10,8 @@ import numpy
 
 from . import vllm as vllm  # the drop-in for vLLM's builder (docs/vllm.md)
 
+#: The library's version (the CMake project's, and the wheel's).
+__version__: str
 #: "cuda" or "hip" where the module was built with a device part, else None.
 device_platform: Optional[str]
 #: Whether enqueue() exists in this build.

@@ -389,6 +389,8 @@ PYBIND11_MODULE(_idxplan, m) {
   using namespace idxplan;
   using namespace idxplan::python;
   m.doc() = "idxplan: plans DeepSeek's sparse-attention indexer steps (the package idxplan wraps this)";
+  // The library's version (idxplan/version.hpp), which the wheel's is (the CMake project's).
+  m.attr("__version__") = fmt::format("{}.{}.{}", kVersionMajor, kVersionMinor, kVersionPatch);
 
   // C++ exceptions as the package's: ValueError for a bad config, step or
   // buffer, RuntimeError for a failed GPU call.

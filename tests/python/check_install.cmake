@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: Copyright idxplan contributors
 # cmake -DBUILD=<build> -DWORK=<dir> -DPYTHON=<python> -P check_install.cmake
-# Installs the Python package from BUILD the way scripts/install-python does,
+# Installs the Python package from BUILD with CMake (the python component, for an
+# engine whose build is CMake; scripts/install-python and the wheel use pip),
 # into WORK, and imports it from there.
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${CMAKE_COMMAND} -E env DESTDIR=${WORK}

@@ -4,19 +4,24 @@
 path the user gives) running in this process beside idxplan.vllm, for the benchmark
 and the GPU test that compares the two.
 
-The file imports vLLM; those imports are stubbed here, and nothing of vLLM's runs but
-the file itself:
+The file imports vLLM; those imports are stubbed here. Two ways to run it:
 
-- its base builder (vLLM's ``DeepseekV32IndexerMetadataBuilder``) is a stub whose
-  ``build`` hands back base metadata prepared beforehand by ``prepare`` (outside any
-  timing): the decodes flattened a row a token and the prefill chunks split by the
-  file's own ``split_prefill_chunks``, their ``cu_seqlen_ks``/``cu_seqlen_ke`` as the
-  base builder's chunk kernel writes them. So a timed ``build`` is the file's own
-  work: its torch operations and planners on the engine's tensors.
-- aiter's decode scheduler (``build_rocm_mxfp4_decode_schedule``) is not launched:
-  it returns None, and idxplan's schedule is checked against its own CPU reference
-  instead. The other aiter facts the file imports (the cache layout, the schedule's
-  words, the consumers' rows) come from the idxplan geometry (docs/design.md 3, 4).
+- **The file's own work** (``load(path, geometry)``): its base builder (vLLM's
+  ``DeepseekV32IndexerMetadataBuilder``) is a stub whose ``build`` hands back base
+  metadata prepared beforehand by ``prepare`` (outside any timing): the decodes
+  flattened a row a token and the prefill chunks split by the file's own
+  ``split_prefill_chunks``, their ``cu_seqlen_ks``/``cu_seqlen_ke`` as the base
+  builder's chunk kernel writes them. aiter's decode scheduler is not launched: it
+  returns None. So a timed ``build`` is the file's own torch operations and planners.
+- **vLLM's whole chain** (``load(path, geometry, vllm_source=TREE, schedule=...)``):
+  the base builder is vLLM's own, loaded from the vLLM source tree TREE
+  (vllm_base.py says what of it runs and what is stubbed), and the decode schedule
+  is ``schedule``, a callable that launches aiter's scheduler kernel
+  (bench_vllm.py's). A timed ``build`` is what vLLM pays a step on ROCm: the base
+  builder, the file's work and the scheduler's launch.
+
+The other aiter facts the file imports (the cache layout, the schedule's words, the
+consumers' rows) come from the idxplan geometry (docs/design.md 3, 4).
 """
 
 from __future__ import annotations
@@ -75,51 +80,91 @@ class _BaseBuilder:
 _CONFIG: dict = {}
 
 
-def load(path, geometry):
-    """The reference module at ``path``, its vLLM imports stubbed for ``geometry``."""
+class AttentionCGSupport(Enum):
+    NEVER = 0
+    UNIFORM_SINGLE_TOKEN_DECODE = 1
+    UNIFORM_BATCH = 2
+    ALWAYS = 3
+
+
+class MultipleOf:
+    def __init__(self, base):
+        self.base = base
+
+
+class AttentionMetadataBuilder:
+    """vLLM's base of every builder, as the builders read it."""
+
+    _cudagraph_support = AttentionCGSupport.NEVER
+    reorder_batch_threshold = None
+    supports_update_block_table = False
+    kernel_block_size = None  # vLLM's model runner sets it where the kernel's pages differ
+
+    def __init__(self, kv_cache_spec, layer_names, vllm_config, device):
+        self.kv_cache_spec, self.layer_names, self.vllm_config, self.device = (
+            kv_cache_spec, layer_names, vllm_config, device)
+
+    @classmethod
+    def get_cudagraph_support(cls, vllm_config, kv_cache_spec):
+        return cls._cudagraph_support
+
+
+BASE_CLASSES = dict(AttentionBackend=type("AttentionBackend", (), {}), AttentionCGSupport=AttentionCGSupport,
+                    AttentionMetadataBuilder=AttentionMetadataBuilder, CommonAttentionMetadata=object,
+                    MultipleOf=MultipleOf)
+
+
+def load(path, geometry, vllm_source=None, schedule=None):
+    """The reference module at ``path``, its vLLM imports stubbed for ``geometry``:
+    on the prepared base, or with ``vllm_source`` on vLLM's own base builder and
+    ``schedule`` as the decode scheduler's launch (the module docstring)."""
     import torch  # noqa: F401  (the file needs it)
 
     _CONFIG.clear()
     _CONFIG.update(geometry.config)
+    for name in [m for m in sys.modules if m == "vllm" or m.startswith("vllm.")]:
+        del sys.modules[name]  # each load stubs vLLM afresh
 
-    class AttentionCGSupport(Enum):
-        NEVER = 0
-        UNIFORM_BATCH = 1
-        ALWAYS = 2
+    if vllm_source is not None:
+        import vllm_base
 
-    class MultipleOf:
-        def __init__(self, base):
-            self.base = base
-
-    _module("vllm")
-    _module("vllm.config", VllmConfig=object)
-    _module("vllm.logger", init_logger=lambda name: _Logger())
-    _module("vllm.v1")
-    _module("vllm.v1.attention")
-    _module("vllm.v1.attention.backend", AttentionCGSupport=AttentionCGSupport,
-            CommonAttentionMetadata=object, MultipleOf=MultipleOf)
-    _module("vllm.v1.attention.backends")
-    _module("vllm.v1.attention.backends.mla")
-    _module("vllm.v1.attention.backends.mla.indexer",
-            DeepseekV32IndexerMetadata=idxplan_vllm.DeepseekV32IndexerMetadata,
-            DeepseekV32IndexerMetadataBuilder=_BaseBuilder,
-            DeepseekV32IndexerPrefillChunkMetadata=idxplan_vllm.DeepseekV32IndexerPrefillChunkMetadata,
-            DeepseekV41IndexerBackend=type("DeepseekV41IndexerBackend", (), {}))
+        base = vllm_base.load(vllm_source, geometry.config, BASE_CLASSES)
+        # The ROCm file's backend derives from V4.1's indexer backend, which this
+        # vLLM may not name yet; nothing of it runs here.
+        if not hasattr(base, "DeepseekV41IndexerBackend"):
+            base.DeepseekV41IndexerBackend = type("DeepseekV41IndexerBackend", (), {})
+    else:
+        _module("vllm")
+        _module("vllm.config", VllmConfig=object)
+        _module("vllm.logger", init_logger=lambda name: _Logger())
+        _module("vllm.v1")
+        _module("vllm.v1.attention")
+        _module("vllm.v1.attention.backend", **BASE_CLASSES)
+        _module("vllm.v1.attention.backends")
+        _module("vllm.v1.attention.backends.mla")
+        _module("vllm.v1.attention.backends.mla.indexer",
+                DeepseekV32IndexerMetadata=idxplan_vllm.DeepseekV32IndexerMetadata,
+                DeepseekV32IndexerMetadataBuilder=_BaseBuilder,
+                DeepseekV32IndexerPrefillChunkMetadata=idxplan_vllm.DeepseekV32IndexerPrefillChunkMetadata,
+                DeepseekV41IndexerBackend=type("DeepseekV41IndexerBackend", (), {}))
     _module("vllm.v1.attention.ops")
     _module("vllm.v1.attention.ops.rocm_paged_mxfp4_indexer",
-            build_rocm_mxfp4_decode_schedule=lambda *args, **kwargs: None,
+            build_rocm_mxfp4_decode_schedule=schedule or (lambda *args, **kwargs: None),
             rocm_mxfp4_consumer_rows=lambda cols: geometry.gather_rows,
             rocm_mxfp4_decode_schedule_words=lambda *args: geometry.schedule_words,
             rocm_paged_mxfp4_cache_layout=lambda heads, dim, entries: geometry.cache)
-    _module("vllm.v1.kv_cache_interface", AttentionSpec=object, KVCacheSpec=object)
+    if vllm_source is None:
+        _module("vllm.v1.kv_cache_interface", AttentionSpec=object, KVCacheSpec=object)
     spec = importlib.util.spec_from_file_location("rocm_paged_mxfp4_indexer_reference", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    module.vllm_base = base if vllm_source is not None else None  # vLLM's base module, if it runs
     return module
 
 
-def make_builder(module, geometry, device):
-    """The file's DeepSeek-V4.1 builder for ``geometry``, as vLLM makes it."""
+def vllm_config_for(geometry, module):
+    """What vLLM hands a builder for ``geometry``: (kv_cache_spec, vllm_config). The
+    spec is vLLM's MLA spec where ``module`` was loaded on vLLM's own base."""
     c = geometry.config
     ns = types.SimpleNamespace
     hf = ns(index_n_heads=c["num_heads"], index_head_dim=c["head_dim"],
@@ -127,11 +172,32 @@ def make_builder(module, geometry, device):
     spec = None
     if c["num_speculative_tokens"] > 0:
         spec = ns(num_speculative_tokens=c["num_speculative_tokens"],
-                  enable_adaptive_verification=c["adaptive_verification"])
-    vllm_config = ns(model_config=ns(hf_text_config=hf, max_model_len=c["max_model_len"]),
-                     speculative_config=spec, attention_config=ns(indexer_sparse_logits=c["sparse_logits"]))
-    return module.DeepseekV41RocmMxfp4IndexerMetadataBuilder(ns(block_size=c["block_size"]), [], vllm_config,
-                                                            device)
+                  enable_adaptive_verification=c["adaptive_verification"], parallel_drafting=False)
+    vllm_config = ns(model_config=ns(hf_text_config=hf, hf_config=hf, max_model_len=c["max_model_len"]),
+                     speculative_config=spec, num_speculative_tokens=c["num_speculative_tokens"],
+                     attention_config=ns(indexer_sparse_logits=c["sparse_logits"],
+                                         resolve_indexer_kv_dtype=lambda default: default),
+                     scheduler_config=ns(max_num_seqs=c["max_num_seqs"],
+                                         max_num_batched_tokens=c["max_num_batched_tokens"]),
+                     parallel_config=ns(decode_context_parallel_size=1, prefill_context_parallel_size=1,
+                                        cp_kv_cache_interleave_size=1))
+    base = getattr(module, "vllm_base", None)
+    if base is not None:
+        return base.MLAAttentionSpec(c["block_size"], c["compress_ratio"]), vllm_config
+    return ns(block_size=c["block_size"]), vllm_config
+
+
+def make_builder(module, geometry, device):
+    """The file's DeepSeek-V4.1 builder for ``geometry``, as vLLM makes it (on
+    vLLM's own base when the module was loaded with one: its device and width)."""
+    import torch
+
+    kv_cache_spec, vllm_config = vllm_config_for(geometry, module)
+    if getattr(module, "vllm_base", None) is not None:
+        return module.DeepseekV41RocmMxfp4IndexerMetadataBuilder(
+            kv_cache_spec, [], vllm_config, torch.device(device, 0) if device == "cuda" else torch.device(device),
+            block_table_width=geometry.max_blocks_per_seq)
+    return module.DeepseekV41RocmMxfp4IndexerMetadataBuilder(kv_cache_spec, [], vllm_config, device)
 
 
 @dataclass

@@ -27,4 +27,13 @@ void enqueue(const Geometry& g, const StepPlan& plan, const StepInputs& in, cons
   device::enqueue(g, plan, in, out, reinterpret_cast<device::Stream>(stream));
 }
 
+namespace {
+__global__ void empty_kernel() {}
+}  // namespace
+
+void launch_empty(std::uintptr_t stream) {
+  IDXPLAN_KERNEL_LAUNCH(empty_kernel, 1, 1, 0, reinterpret_cast<device::Stream>(stream))();
+  device::check(device::rt::last_error(), "empty_kernel launch");
+}
+
 }  // namespace idxplan::python

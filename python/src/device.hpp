@@ -23,5 +23,8 @@ int32_t compute_units();
 // device::enqueue on the stream whose handle is `stream` (0: the default).
 void enqueue(const Geometry& g, const StepPlan& plan, const StepInputs& in, const StepOutputs& out,
              std::uintptr_t stream);
+// One launch of an empty kernel on `stream`: the floor of any call that
+// launches once (the benchmarks time build() against it).
+void launch_empty(std::uintptr_t stream);
 
 }  // namespace idxplan::python

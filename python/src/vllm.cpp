@@ -345,6 +345,15 @@ class VllmBuilder {
     }
   }
 
+#if defined(IDXPLAN_PYTHON_DEVICE)
+  // An empty kernel launched as build() launches (torch's current stream on
+  // the builder's GPU): the floor a one-launch build() is measured against.
+  void launch_empty() {
+    if (device_ < 0) fail("a CPU builder launches nothing");
+    python::launch_empty(current_stream());
+  }
+#endif
+
   const Geometry& geometry() const { return g_; }
   const StepPlan& plan() const { return plan_; }
   bool reads_through_exchange_api() const { return torch_.exchange != nullptr; }
@@ -795,6 +804,10 @@ void register_vllm(py::module_& m) {
       .def("build", &VllmBuilder::build, py::arg("common_attn_metadata"))
       .def("build_timed", &VllmBuilder::build_timed, py::arg("common_attn_metadata"))
       .def_property_readonly("plan", &VllmBuilder::plan, py::return_value_policy::reference_internal)
+#if defined(IDXPLAN_PYTHON_DEVICE)
+      .def("launch_empty", &VllmBuilder::launch_empty,
+           "One launch of an empty kernel on the stream build() launches on (the benchmarks' floor).")
+#endif
       .def_property_readonly("reads_through_exchange_api", &VllmBuilder::reads_through_exchange_api,
                              "Whether torch tensors are read through DLPack's C exchange API (torch 2.10 on).");
 }

@@ -470,7 +470,8 @@ class VllmBuilder {
       // As the reference: the upper bounds are read for prefill chunks only, so
       // a decode-only step (vLLM's drafter and capture paths) builds without them.
       const int64_t bound = max_seq_len_;
-      const auto bounds = idxplan::detail::index_view(static_cast<std::size_t>(num_reqs), [bound](std::size_t) { return bound; });
+      const auto bounds =
+          idxplan::detail::index_view(static_cast<std::size_t>(num_reqs), [bound](std::size_t) { return bound; });
       const int32_t prefills = check_step(g_, qsl, bounds, num_tokens).split.num_prefills;
       if (prefills > 0) {
         fail(fmt::format("common_attn_metadata.seq_lens_cpu_upper_bound is None, and the step has {} prefill "

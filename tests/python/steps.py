@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # SPDX-FileCopyrightText: Copyright idxplan contributors
 """Seeded random steps for the Python tests: decodes native, one-row, ragged and
-padded (native ones as vLLM's FULL graphs pad them too); prefills cut into chunks, with and without gathers; requests with no rows."""
+padded (native ones too, as vLLM's FULL graphs pad them); prefills cut into
+chunks, with and without gathers; requests with no rows."""
 
 import random
 

@@ -170,7 +170,8 @@ def test_build_equals_the_plan_field_for_field_and_copies_nothing():
         kinds["decode"] += m.num_decodes > 0
         kinds["native"] += m.decode_native is not None
         # vLLM's FULL graphs' padding: whole empty requests in a native step.
-        kinds["padded native"] += m.decode_native is not None and 0 in np.diff(cm.query_start_loc_cpu[:m.num_decodes + 1])
+        qsl = cm.query_start_loc_cpu[:m.num_decodes + 1]
+        kinds["padded native"] += m.decode_native is not None and 0 in np.diff(qsl)
         kinds["prefill"] += m.num_prefills > 0
         kinds["gather"] += bool(m.gather_launches)
         kinds["several chunks"] += len(m.prefill_plans) > 1

@@ -162,9 +162,10 @@ def load(path, geometry, vllm_source=None, schedule=None):
     return module
 
 
-def vllm_config_for(geometry, module):
+def vllm_config_for(geometry, module=None):
     """What vLLM hands a builder for ``geometry``: (kv_cache_spec, vllm_config). The
-    spec is vLLM's MLA spec where ``module`` was loaded on vLLM's own base."""
+    spec is vLLM's MLA spec where ``module`` was loaded on vLLM's own base, else a
+    namespace with its fields."""
     c = geometry.config
     ns = types.SimpleNamespace
     hf = ns(index_n_heads=c["num_heads"], index_head_dim=c["head_dim"],
@@ -184,7 +185,8 @@ def vllm_config_for(geometry, module):
     base = getattr(module, "vllm_base", None)
     if base is not None:
         return base.MLAAttentionSpec(c["block_size"], c["compress_ratio"]), vllm_config
-    return ns(block_size=c["block_size"]), vllm_config
+    return ns(block_size=c["block_size"], tokens_per_state=c["compress_ratio"],
+              num_states=c["block_size"] // c["compress_ratio"]), vllm_config
 
 
 def make_builder(module, geometry, device):

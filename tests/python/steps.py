@@ -4,6 +4,7 @@
 padded (native ones too, as vLLM's FULL graphs pad them); prefills cut into
 chunks, with and without gathers; requests with no rows."""
 
+import dataclasses
 import random
 
 import numpy as np
@@ -107,3 +108,27 @@ def torch_step(step, device):
         seq_lens_cpu_upper_bound=torch.tensor(step["seq_lens_upper_bound"], dtype=torch.int32),
         block_table_tensor=table.to(device), max_seq_len=max(step["seq_lens_upper_bound"], default=0),
         slot_mapping=None)
+
+
+def _host(a):
+    """An array's values on the host: a torch tensor's (on any device), or numpy's."""
+    return a.cpu().numpy() if hasattr(a, "cpu") else np.asarray(a)
+
+
+def assert_same(a, b, path="metadata"):
+    """Two metadata objects hold the same values everywhere: the same dataclasses,
+    lists and scalars, arrays (numpy, or torch on any device) of the same shape and
+    values."""
+    if dataclasses.is_dataclass(a):
+        assert type(a) is type(b), path
+        for f in dataclasses.fields(a):
+            assert_same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{path}[{i}]")
+    elif a is None or isinstance(a, (bool, int, float, str)):
+        assert a == b and type(a) is type(b), f"{path}: {a!r} != {b!r}"
+    else:
+        x, y = _host(a), _host(b)
+        assert x.shape == y.shape and np.array_equal(x, y), path

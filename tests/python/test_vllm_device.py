@@ -13,7 +13,7 @@ import pytest
 
 import idxplan
 from idxplan import vllm
-from steps import CONFIGS, random_step, rng_for, torch_step
+from steps import CONFIGS, assert_same, random_step, rng_for, torch_step
 from test_vllm import TWO_DECODES
 
 torch = pytest.importorskip("torch")
@@ -21,23 +21,6 @@ pytestmark = pytest.mark.skipif(not (idxplan.has_device and torch.cuda.is_availa
                                 reason="no GPU, or idxplan built without a device part")
 
 STEPS = int(os.environ.get("IDXPLAN_PY_GPU_STEPS", "300"))
-
-
-def same(a, b, path="metadata"):
-    """Asserts a (device build) and b (another build) hold the same values everywhere."""
-    if isinstance(a, torch.Tensor):
-        assert isinstance(b, torch.Tensor) and a.shape == b.shape, path
-        assert torch.equal(a.cpu(), b.cpu()), path
-    elif dataclasses.is_dataclass(a):
-        assert type(a) is type(b), path
-        for f in dataclasses.fields(a):
-            same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
-    elif isinstance(a, (list, tuple)):
-        assert type(a) is type(b) and len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            same(x, y, f"{path}[{i}]")
-    else:
-        assert a == b, f"{path}: {a!r} != {b!r}"
 
 
 def tensors_of(obj, path="metadata"):
@@ -75,7 +58,7 @@ def test_device_build_equals_the_cpu_build_and_copies_nothing():
         cm = torch_step(step, "cuda")
         m = gpu.build(0, cm)
         torch.cuda.synchronize()
-        same(m, cpu.build(0, torch_step(step, "cpu")))
+        assert_same(m, cpu.build(0, torch_step(step, "cpu")))
         owners = list(gpu.buffers.values()) + [cm.seq_lens, cm.query_start_loc, cm.block_table_tensor]
         for path, t in tensors_of(m):
             assert t.is_cuda and inside(t, owners), f"step {i}: {path} is a copy"
@@ -132,7 +115,7 @@ def test_the_exchange_api_and_torchs_accessors_read_the_same_steps():
         cm = torch_step(random_step(CONFIGS[k], rng), "cuda")
         a, b = fast.build(0, cm), slow.build(0, wrapped(cm))
         torch.cuda.synchronize()
-        same(a, b)
+        assert_same(a, b)
 
 
 @pytest.mark.parametrize("wrap", [False, True], ids=["exchange_api", "accessors"])

@@ -14,15 +14,17 @@ import logging
 import pathlib
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
 
 import idxplan
 from idxplan import vllm, vllm_plugin
-from steps import CONFIGS, random_step, rng_for
-from test_vllm import common_attn_metadata
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "python"))
+import vllm_reference  # noqa: E402
+from steps import CONFIGS, assert_same, random_step, rng_for  # noqa: E402
+from test_vllm import common_attn_metadata  # noqa: E402
 
 STANDIN = pathlib.Path(__file__).resolve().parent / "vllm_standin"
 ROCM = "vllm.v1.attention.backends.mla.rocm_paged_mxfp4_indexer"
@@ -126,40 +128,11 @@ def test_without_vllm_it_returns_quietly(monkeypatch, caplog):
 
 
 def vllm_config_for(config):
-    """What vLLM hands a builder, for an idxplan config (its resolved values)."""
-    c = idxplan.make_geometry(**config).config
-    ns = types.SimpleNamespace
-    hf = ns(index_n_heads=c["num_heads"], index_head_dim=c["head_dim"],
-            candidate_block_size=c["candidate_block_size"], candidate_topk_blocks=c["candidate_topk_blocks"])
-    spec = None
-    if c["num_speculative_tokens"] > 0:
-        spec = ns(num_speculative_tokens=c["num_speculative_tokens"],
-                  enable_adaptive_verification=c["adaptive_verification"])
-    vllm_config = ns(model_config=ns(hf_text_config=hf, max_model_len=c["max_model_len"]),
-                     speculative_config=spec,
-                     scheduler_config=ns(max_num_seqs=c["max_num_seqs"],
-                                         max_num_batched_tokens=c["max_num_batched_tokens"]),
-                     parallel_config=ns(decode_context_parallel_size=1, prefill_context_parallel_size=1),
-                     attention_config=ns(indexer_sparse_logits=c["sparse_logits"]))
-    spec = ns(block_size=c["block_size"], tokens_per_state=c["compress_ratio"],
-              num_states=c["block_size"] // c["compress_ratio"])
-    return c, vllm_config, spec
-
-
-def assert_same(a, b, path="metadata"):
-    """Field for field: the same dataclasses, ints and bools, arrays of equal values."""
-    if dataclasses.is_dataclass(a):
-        assert type(a) is type(b), path
-        for f in dataclasses.fields(a):
-            assert_same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
-    elif isinstance(a, (list, tuple)):
-        assert type(a) is type(b) and len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            assert_same(x, y, f"{path}[{i}]")
-    elif a is None or isinstance(a, (bool, int)):
-        assert a == b and type(a) is type(b), path
-    else:
-        assert np.array_equal(np.asarray(a), np.asarray(b)), path
+    """What vLLM hands a builder, for an idxplan config: (its resolved config,
+    vllm_config, kv_cache_spec), as the benchmarks make them."""
+    g = idxplan.make_geometry(**config)
+    spec, vllm_config = vllm_reference.vllm_config_for(g, None)
+    return g.config, vllm_config, spec
 
 
 def test_the_builder_class_makes_the_metadata_builders_metadata(standin, monkeypatch):

@@ -153,8 +153,10 @@ def builder_class(original: type) -> type:
             pages = table[:, ::factor]
             rows, cols = pages.shape
             if self._table_buffer is None or self._table_buffer.shape[1] < cols:
-                self._table_buffer = _zeros((self.vllm_config.scheduler_config.max_num_seqs, cols), self.device,
-                                            int32=True)
+                # Persistent, and like the engine's table: its kind, device and type.
+                shape = (self.vllm_config.scheduler_config.max_num_seqs, cols)
+                self._table_buffer = (table.new_zeros(shape) if hasattr(table, "new_zeros")
+                                      else _numpy().zeros(shape, dtype=table.dtype))
             out = self._table_buffer[:rows, :cols]
             out[:] = pages // factor
             return out
@@ -178,12 +180,16 @@ def builder_class(original: type) -> type:
     return IdxplanIndexerMetadataBuilder
 
 
-def _zeros(shape: Any, device: Any, int32: bool = False) -> Any:
-    """A zeroed persistent buffer on ``device`` (int64, or int32): torch's where torch
-    is loaded (always, in vLLM), numpy's on the host otherwise."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        return torch.zeros(shape, dtype=torch.int32 if int32 else torch.int64, device=device)
+def _numpy() -> Any:
     import numpy
 
-    return numpy.zeros(shape, dtype=numpy.int32 if int32 else numpy.int64)
+    return numpy
+
+
+def _zeros(shape: Any, device: Any) -> Any:
+    """A zeroed persistent int64 buffer on ``device``: torch's where torch is loaded
+    (always, in vLLM), numpy's on the host otherwise."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return torch.zeros(shape, dtype=torch.int64, device=device)
+    return _numpy().zeros(shape, dtype=_numpy().int64)

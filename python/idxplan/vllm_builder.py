@@ -152,9 +152,11 @@ def builder_class(original: type) -> type:
             factor = block // kernel
             pages = table[:, ::factor]
             rows, cols = pages.shape
-            if self._table_buffer is None or self._table_buffer.shape[1] < cols:
-                # Persistent, and like the engine's table: its kind, device and type.
-                shape = (self.vllm_config.scheduler_config.max_num_seqs, cols)
+            held = self._table_buffer
+            if held is None or held.shape[0] < rows or held.shape[1] < cols:
+                # Persistent (vLLM's tables hold at most max_num_seqs rows), and like
+                # the engine's table: its kind, device and type.
+                shape = (max(rows, self.vllm_config.scheduler_config.max_num_seqs), cols)
                 self._table_buffer = (table.new_zeros(shape) if hasattr(table, "new_zeros")
                                       else _numpy().zeros(shape, dtype=table.dtype))
             out = self._table_buffer[:rows, :cols]

@@ -398,3 +398,26 @@ def test_stubs_cover_the_public_api():
         obj = getattr(idxplan, name)
         if callable(obj):
             assert obj.__doc__, f"{name} has no docstring"
+
+
+def test_a_launch_view_is_cut_from_the_array_it_starts_not_the_one_before():
+    # A GPU allocator may place decode_block_table right where the engine's table
+    # ends (it did on the H200): a ragged step's decode view starts at both the
+    # one's end and the other's start, and must be the other's rows.
+    g = idxplan.make_geometry(**CONFIGS[1])  # next_n 4: a request of 2 rows is ragged
+    qsl, lens = np.array([0, 2, 3], np.int32), np.array([900, 1000], np.int32)
+    plan = idxplan.Planner(g).plan(qsl, lens)
+    assert plan.decode.ragged
+    cols = g.max_blocks_per_seq
+    sizes = idxplan.step_buffer_sizes(g)
+    rows = sizes["decode_block_table"][0]
+    memory = np.zeros((2 + rows) * cols, np.int32)  # the engine's 2 rows, then the step's table
+    table = memory[:2 * cols].reshape(2, cols)
+    table[:] = [[7], [8]]
+    arrays = {name: np.zeros(words, np.int32) for name, words in sizes.items() if name != "decode_block_table"}
+    outputs = idxplan.StepOutputs(decode_block_table=memory[2 * cols:].reshape(rows, cols), **arrays)
+    inputs = idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl, block_table=table)
+    idxplan.fill_step_buffers(g, plan, inputs, outputs)
+    view = idxplan.decode_launch(g, plan, inputs, outputs).row_block_table
+    assert view.shape == (3, cols) and view[:, 0].tolist() == [7, 7, 8]
+    assert np.shares_memory(view, outputs["decode_block_table"])

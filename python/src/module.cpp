@@ -305,13 +305,17 @@ void require_memory(Memory wanted, Memory inputs, Memory outputs, const char* wh
 // ---------------------------------------------------------------- launch views
 
 // The caller's array a view pointer lies in, sliced to the view: `count`
-// elements from the pointer (1-D), or `count` rows from it (2-D).
+// elements from the pointer (1-D), or `count` rows from it (2-D). A view of
+// no elements may start at an array's end; one of some starts inside its
+// array, which matters where another array begins at this one's end (a GPU
+// allocator places them so).
 py::object slice_at(const int32_t* p, int64_t count, std::initializer_list<const Array*> candidates) {
   if (p == nullptr) return py::none();
   const auto at = reinterpret_cast<std::uintptr_t>(p);
   for (const Array* a : candidates) {
     const auto first = reinterpret_cast<std::uintptr_t>(a->data);
-    if (at < first || at > first + 4 * static_cast<std::uintptr_t>(a->words)) continue;
+    const auto end = first + 4 * static_cast<std::uintptr_t>(a->words);
+    if (at < first || at > end || (at == end && count > 0)) continue;
     const auto offset = static_cast<py::ssize_t>((at - first) / 4);
     if (a->ndim == 1) return a->owner[py::slice(offset, offset + count, 1)];
     const py::ssize_t row = a->row_stride > 0 ? offset / a->row_stride : 0;

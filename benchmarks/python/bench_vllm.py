@@ -147,8 +147,8 @@ def bench_case(name, qsl, lens, g, builders, steps, rounds):
             builders["scheduler"].prepare(idxplan.Planner(g).plan(qsl, lens))
             chain = vllm_reference.make_builder(builders["chain_module"], g, "cuda")
             check_decode(ours.build(0, cm), chain.build(0, cm))
-            plugin = builders["plugin_class"](*vllm_reference.vllm_config_for(g, builders["chain_module"]),
-                                              torch.device("cuda", 0),
+            spec, vllm_config = vllm_reference.vllm_config_for(g, builders["chain_module"])
+            plugin = builders["plugin_class"](spec, [], vllm_config, torch.device("cuda", 0),
                                               block_table_width=g.max_blocks_per_seq)
             check_same(plugin.build(0, cm), ours.build(0, cm))
             calls["chain"] = lambda: chain.build(0, cm)

@@ -23,7 +23,6 @@ to a power of two (at least 16). Versions of aiter differ in the scheduler's rul
 """
 
 import argparse
-import ast
 import json
 import statistics
 from pathlib import Path
@@ -34,6 +33,7 @@ import triton.language as tl
 
 import idxplan
 from bench_steps import mtp_decodes
+from from_source import function_from_source
 
 SCHEDULER = "_pa_mqa_logits_mxfp4_sched_kernel"
 ARGS = ["context_lens_ptr", "sched_ptr", "batch", "next_n", "num_ctas",
@@ -47,23 +47,22 @@ SIZES = [4, 8, 16, 32, 64, 256, 1024, 4096]
 
 def load_scheduler(path):
     """aiter's scheduler kernel, compiled from its own source in `path` alone."""
-    source = Path(path).read_text()
-    tree = ast.parse(source)
-    found = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == SCHEDULER]
-    if not found:
-        raise SystemExit(f"{path}: no top-level function {SCHEDULER}")
-    node = found[0]
-    names = [a.arg for a in node.args.args]
+    kernel = function_from_source(path, SCHEDULER, {"triton": triton, "tl": tl})
+    names = list(kernel.arg_names)
     if names != ARGS:
         raise SystemExit(f"{path}: {SCHEDULER} takes ({', '.join(names)}); this benchmark launches "
                          f"({', '.join(ARGS)})")
-    # The function alone, at its own line numbers, so that Triton, which reads a
-    # kernel's source through inspect, finds it in the file.
-    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    lines = source.splitlines()[first - 1:node.end_lineno]
-    scope = {"triton": triton, "tl": tl}
-    exec(compile("\n" * (first - 1) + "\n".join(lines) + "\n", str(path), "exec"), scope)  # noqa: S102
-    return scope[SCHEDULER]
+    return kernel
+
+
+def scheduler_launch(shape):
+    """aiter's launcher's arguments for a plan's schedule shape: (grid, slots, the
+    constants): BLOCK_P slots a program, the units padded to a power of two (at
+    least 16)."""
+    align = max(16, 1 << (shape.work - 1).bit_length())
+    constants = dict(BLOCK_M=shape.block_m, BLOCK_KV=shape.block_kv, ROW_BLOCKS=shape.row_blocks, ALIGN_W=align,
+                     BLOCK_P=BLOCK_P)
+    return (triton.cdiv(shape.num_ctas, BLOCK_P),), shape.num_ctas, constants
 
 
 @triton.jit
@@ -126,13 +125,9 @@ class Step:
 
         contexts = seq_lens // geometry.config["compress_ratio"]
         schedule = torch.empty(self.num_ctas * 4, dtype=torch.int32, device=device)
-        work = shape.work
-        align = max(16, 1 << (work - 1).bit_length())
-        grid = (triton.cdiv(self.num_ctas, BLOCK_P),)
+        grid, _, constants = scheduler_launch(shape)
         self.floor = lambda: _load_store[(1,)](seq_lens, schedule)
-        self.aiter = lambda: scheduler[grid](contexts, schedule, n, shape.rows_per_seq, self.num_ctas,
-                                             BLOCK_M=shape.block_m, BLOCK_KV=shape.block_kv,
-                                             ROW_BLOCKS=shape.row_blocks, ALIGN_W=align, BLOCK_P=BLOCK_P)
+        self.aiter = lambda: scheduler[grid](contexts, schedule, n, shape.rows_per_seq, self.num_ctas, **constants)
 
 
 def main():

@@ -53,7 +53,6 @@ from bench_steps import mixed_1024, mtp_decodes  # noqa: E402
 
 STEPS = 300
 ROUNDS = 7
-BLOCK_P = 4  # the slots a scheduler program writes, as aiter's launcher sets it
 
 CASES = [("empty", [0], []), ("decode_4", *mtp_decodes(4)), ("decode_64", *mtp_decodes(64)),
          ("decode_256", *mtp_decodes(256)), ("decode_1024", *mtp_decodes(1024)), ("mixed_1024", *mixed_1024())]
@@ -115,13 +114,11 @@ class Scheduler:
         self.launches = {}  # (sequences, rows a sequence) -> the launch's arguments
 
     def prepare(self, plan):
+        from bench_aiter_sched import scheduler_launch  # Triton, for the chain only
+
         shape = plan.decode.schedule if plan.num_decodes else None
         if shape is not None:
-            align = max(16, 1 << (shape.work - 1).bit_length())
-            self.launches[(shape.num_seqs, shape.rows_per_seq)] = (
-                ((shape.num_ctas + BLOCK_P - 1) // BLOCK_P,), shape.num_ctas,
-                dict(BLOCK_M=shape.block_m, BLOCK_KV=shape.block_kv, ROW_BLOCKS=shape.row_blocks, ALIGN_W=align,
-                     BLOCK_P=BLOCK_P))
+            self.launches[(shape.num_seqs, shape.rows_per_seq)] = scheduler_launch(shape)
 
     def __call__(self, lengths, num_heads, head_dim, page_entries, buffer, logits_width, native=None):
         contexts, next_n = (native.context_lens, native.next_n) if native is not None else (lengths, 1)
@@ -207,7 +204,7 @@ def main():
     # afresh, and the plugin's builder reads the chain's vLLM modules.
     builders = {"file_module": vllm_reference.load(args.reference, g)}
     if args.vllm is not None:
-        from bench_aiter_sched import load_scheduler
+        from bench_aiter_sched import load_scheduler  # Triton, for the chain only
 
         builders["scheduler"] = Scheduler(load_scheduler(args.aiter))
         try:

@@ -34,7 +34,6 @@ calls. The loader refuses a tree whose split predates that argument.
 
 from __future__ import annotations
 
-import ast
 import enum
 import functools
 import importlib.util
@@ -43,6 +42,8 @@ import sys
 import types
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+
+from from_source import function_from_source
 
 # The files read from the vLLM tree, and the commit each was read at for the
 # figures in docs/performance.md.
@@ -70,19 +71,6 @@ def _from_source(name: str, path: Path) -> types.ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def _function_from_source(path: Path, name: str, scope: dict) -> Any:
-    """Top-level function `name` of `path` alone, at its own line numbers."""
-    source = path.read_text()
-    found = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name]
-    if not found:
-        raise SystemExit(f"{path}: no top-level function {name}")
-    node = found[0]
-    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    lines = source.splitlines()[first - 1:node.end_lineno]
-    exec(compile("\n" * (first - 1) + "\n".join(lines) + "\n", str(path), "exec"), scope)  # noqa: S102
-    return scope[name]
 
 
 class _Logger:
@@ -216,8 +204,8 @@ def load(source: str | Path, config: dict, base_classes: dict) -> types.ModuleTy
     _module("vllm.v1.kv_cache_interface", AttentionSpec=AttentionSpec, KVCacheLayout=KVCacheLayout,
             KVCacheSpec=object, MLAAttentionSpec=MLAAttentionSpec)
     _from_source(COMPRESSOR, root / "vllm/v1/attention/backends/mla/compressor_utils.py")
-    split = _function_from_source(root / "vllm/v1/attention/backends/utils.py", SPLIT,
-                                  {"torch": torch, "CommonAttentionMetadata": object})
+    split = function_from_source(root / "vllm/v1/attention/backends/utils.py", SPLIT,
+                                 {"torch": torch, "CommonAttentionMetadata": object})
     if "treat_short_extends_as_decodes" not in inspect.signature(split).parameters:
         raise SystemExit(f"--vllm {root}: its {SPLIT} predates the indexer.py read beside it "
                          "(no treat_short_extends_as_decodes)")

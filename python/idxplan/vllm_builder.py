@@ -71,7 +71,7 @@ def geometry_config(kv_cache_spec: Any, vllm_config: Any, device: Any) -> dict:
     scheduler = vllm_config.scheduler_config
     parallel = vllm_config.parallel_config
     max_model_len = vllm_config.model_config.max_model_len
-    envs = sys.modules.get("vllm.envs") or importlib.import_module("vllm.envs")
+    envs = importlib.import_module("vllm.envs")
     compute_units = lookup(_COMPUTE_UNITS)
     if compute_units is not None:
         cus = compute_units(getattr(device, "index", None))

@@ -281,5 +281,85 @@ TEST(Properties, ZeroRowRequestsKeepThePackedWordsWithinTheirBound) {
   EXPECT_GT(sliced_after_empty, kSteps / 4);
 }
 
+// A decode step of `g` whose decodes have no rows and bounds of 0, with
+// graph padding rows: ragged where the geometry flattens, copying no column.
+test::RandomStep padding_only_step(const Geometry& g, std::mt19937_64& rng) {
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  test::RandomStep s;
+  const int64_t reqs = uniform(1, std::min<int64_t>(g.config().max_num_seqs, 16));
+  s.query_start_loc.assign(static_cast<std::size_t>(reqs) + 1, 0);
+  s.seq_lens.assign(static_cast<std::size_t>(reqs), 0);
+  s.seq_lens_upper_bound = s.seq_lens;
+  s.num_tokens = uniform(1, std::min<int64_t>(g.max_decode_rows(), 3 * reqs));
+  s.table_stride = g.max_blocks_per_seq() + static_cast<int32_t>(uniform(0, 3));
+  s.block_table.assign(static_cast<std::size_t>(reqs * s.table_stride), 1);
+  return s;
+}
+
+// The step buffers the step writes, by name, with the words
+// step_buffer_sizes(plan) gives each (the block ends only with candidate
+// blocks, the key bounds only when asked).
+std::vector<std::pair<OutputBuffer StepOutputs::*, int64_t>> written_buffers(
+    const Geometry& g, const StepBufferSizes& s, bool key_bounds) {
+  const bool blocks = g.config().candidate_block_size > 0;
+  return {{&StepOutputs::context_lens, s.context_lens},
+          {&StepOutputs::decode_row_lens, s.decode_rows},
+          {&StepOutputs::decode_block_ends, blocks ? s.decode_rows : 0},
+          {&StepOutputs::decode_block_table, s.decode_block_table},
+          {&StepOutputs::prefill_row_ends, s.prefill_rows},
+          {&StepOutputs::prefill_block_ends, blocks ? s.prefill_rows : 0},
+          {&StepOutputs::prefill_query_start_loc, s.prefill_query_start_loc},
+          {&StepOutputs::decode_schedule, s.decode_schedule},
+          {&StepOutputs::prefill_key_starts, key_bounds ? s.prefill_rows : 0},
+          {&StepOutputs::prefill_key_ends, key_bounds ? s.prefill_rows : 0}};
+}
+
+TEST(Properties, PlanSizedBuffersAreTakenAndOneWordLessIsRefused) {
+  // Exactly step_buffer_sizes(plan): the checks take them and the fill
+  // stays in them (the sanitizers watch), a buffer the step does not write
+  // may be absent, and one word less of any it writes is refused by name.
+  const std::vector<Geometry> geometries = test::random_geometries();
+  std::mt19937_64 rng(49006);
+  StepPlan plan;
+  int padding_only = 0, no_columns = 0, tables = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    const std::size_t gi = static_cast<std::size_t>(i) % geometries.size();
+    const Geometry& g = geometries[gi];
+    const int kind = i % 4;
+    const test::RandomStep s = kind == 0   ? padding_only_step(g, rng)
+                               : kind == 1 ? test::zero_row_step(g, rng)
+                                           : test::random_step(g, rng);
+    ASSERT_NO_THROW(plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens, plan)) << "step " << i;
+    const bool always_write = (i / 4) % 2 == 1;
+    const bool key_bounds = (i / 8) % 2 == 1;
+    SCOPED_TRACE(::testing::Message() << "step " << i << " on geometry " << gi << ", always_write "
+                                      << always_write << ", key bounds " << key_bounds << ": " << plan);
+    const StepBufferSizes sizes = step_buffer_sizes(plan, always_write);
+    HostStepBuffers host(sizes, plan.decode.num_block_cols, -7);
+    const StepInputs in = make_step_inputs(s.seq_lens, s.query_start_loc, s.block_table, s.table_stride);
+    StepOutputs out = host.outputs(always_write, key_bounds);
+    const auto buffers = written_buffers(g, sizes, key_bounds);
+    for (const auto& [field, words] : buffers) {
+      if (words == 0) out.*field = OutputBuffer{};
+    }
+    ASSERT_NO_THROW(fill_step_buffers(g, plan, in, out));
+    for (const auto& [field, words] : buffers) {
+      if (words == 0) continue;
+      StepOutputs less = out;
+      (less.*field).capacity = words - 1;
+      const std::string e = test::error_of<StepError>([&] { check_step_buffers(g, plan, in, less); });
+      EXPECT_NE(e.find(fmt::format("holds {} words, and the step writes {}", words - 1, words)), std::string::npos)
+          << e;
+    }
+    padding_only += plan.decode.ragged() && plan.decode.num_block_cols == 0;
+    no_columns += plan.decode.num_rows > 0 && plan.decode.num_block_cols == 0;
+    tables += sizes.decode_block_table > 0;
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_GT(padding_only, kSteps / 20);
+  EXPECT_GT(no_columns, kSteps / 10);
+  EXPECT_GT(tables, kSteps / 10);
+}
+
 }  // namespace
 }  // namespace idxplan

@@ -192,6 +192,30 @@ TEST(CheckStepBuffers, AStepThatReadsNothingNeedsNoPointers) {
   EXPECT_EQ(buffers_error(g, plan, StepInputs{}, StepOutputs{}), "no error");
 }
 
+TEST(CheckStepBuffers, TakesPlanSizedBuffersOfARaggedStepOfPaddingOnly) {
+  // Two decodes with no rows and bounds of 0, and three graph padding rows:
+  // ragged, but no row copies a column, so the table gets no word.
+  IndexerConfig c = test::deepseek_config();
+  c.num_speculative_tokens = 1;
+  c.adaptive_verification = true;
+  const Geometry g = make_geometry(c);
+  const Words qsl{0, 0, 0};
+  const Words lens{0, 0};
+  const StepPlan plan = plan_step(g, qsl, lens, 3);
+  ASSERT_TRUE(plan.decode.ragged());
+  ASSERT_EQ(plan.decode.num_block_cols, 0);
+  const StepBufferSizes sizes = step_buffer_sizes(plan);
+  EXPECT_EQ(sizes.decode_block_table, 0);
+  // The engine's own stride: the rows would be that far apart, had they columns.
+  HostStepBuffers host(sizes, g.max_blocks_per_seq(), -7);
+  const Words table(2 * g.max_blocks_per_seq(), 5);
+  const StepInputs in = make_step_inputs(lens, qsl, table, g.max_blocks_per_seq());
+  EXPECT_EQ(buffers_error(g, plan, in, host.outputs()), "no error");
+  fill_step_buffers(g, plan, in, host.outputs());
+  EXPECT_EQ(host.decode_row_lens, (Words{0, 0, 0}));
+  EXPECT_TRUE(host.decode_block_table.empty());
+}
+
 std::string outputs_error(const Geometry& g, const StepOutputs& out) {
   return test::error_of<StepError>([&] { check_step_outputs(g, out); });
 }

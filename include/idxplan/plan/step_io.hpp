@@ -121,19 +121,6 @@ inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
   return s;
 }
 
-// The words each buffer of one planned step needs, and no more: what a
-// step-sized CPU reference allocates (the idxplan command does).
-inline StepBufferSizes step_buffer_sizes(const StepPlan& plan) {
-  StepBufferSizes s;
-  s.context_lens = plan.num_reqs;
-  s.decode_rows = plan.decode.num_rows;
-  s.decode_block_table = int64_t{plan.decode.num_rows} * plan.decode.num_block_cols;
-  s.prefill_rows = plan.num_prefill_tokens;
-  s.prefill_query_start_loc = plan.num_prefill_query_start_loc_words;
-  s.decode_schedule = int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas;
-  return s;
-}
-
 // The step buffers in host memory, for the CPU reference: each of `sizes`
 // words, every word `fill`, the decode table `decode_block_table_stride`
 // words a row.
@@ -191,9 +178,31 @@ struct HostStepBuffers {
 
 // Whether the step writes decode_block_table: when its decode rows are
 // ragged (DecodePlan::ragged), or on every step with decodes when the engine
-// asks for it.
+// asks for it (StepOutputs::always_write_decode_block_table).
+inline bool writes_decode_block_table(const StepPlan& plan, bool always_write_decode_block_table) {
+  return plan.decode.ragged() || (always_write_decode_block_table && plan.decode.num_rows > 0);
+}
 inline bool writes_decode_block_table(const StepPlan& plan, const StepOutputs& out) {
-  return plan.decode.ragged() || (out.always_write_decode_block_table && plan.decode.num_rows > 0);
+  return writes_decode_block_table(plan, out.always_write_decode_block_table);
+}
+
+// The words each buffer of one planned step is written, and no more: what a
+// step-sized CPU reference allocates (the idxplan command does), with the
+// decode table's rows num_block_cols words apart. decode_block_table is 0
+// on a step that does not write it; the block ends and key bounds, which
+// the geometry and the engine choose, are each their rows' words.
+inline StepBufferSizes step_buffer_sizes(const StepPlan& plan,
+                                         bool always_write_decode_block_table = false) {
+  StepBufferSizes s;
+  s.context_lens = plan.num_reqs;
+  s.decode_rows = plan.decode.num_rows;
+  if (writes_decode_block_table(plan, always_write_decode_block_table)) {
+    s.decode_block_table = int64_t{plan.decode.num_rows} * plan.decode.num_block_cols;
+  }
+  s.prefill_rows = plan.num_prefill_tokens;
+  s.prefill_query_start_loc = plan.num_prefill_query_start_loc_words;
+  s.decode_schedule = int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas;
+  return s;
 }
 
 // Columns of the engine's block table the step's launches read: the pages
@@ -293,8 +302,10 @@ inline void check_step_buffers(const Geometry& g, const StepPlan& plan, const St
           "StepOutputs.decode_block_table_stride={} is below the {} columns a decode row copies",
           out.decode_block_table_stride, copied));
     }
+    // The last row's copied columns end the table; a step that copies none
+    // (its decodes' bounds are all 0) writes no word of it.
     detail::require_output("decode_block_table", out.decode_block_table,
-                           (decode_rows - 1) * out.decode_block_table_stride + copied,
+                           copied > 0 ? (decode_rows - 1) * out.decode_block_table_stride + copied : 0,
                            "a block-table row a decode row");
   }
   detail::require_output("prefill_row_ends", out.prefill_row_ends, prefill_rows, "a row end a prefill row");

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+// The flydsl_fp4 schedules' device writer against their CPU fill, word for
+// word, poison around them included. Built by nvcc and hipcc, and by the
+// host compiler onto the CPU stand-in for a GPU (tests/cpu_device), where
+// every CPU build runs it.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "idxplan/contracts/flydsl_fp4_device.hpp"
+
+namespace idxplan::flydsl_fp4 {
+namespace {
+
+using Words = std::vector<int32_t>;
+
+constexpr int32_t kPoison = -7;
+constexpr std::size_t kGuard = 64;  // poisoned words past each output
+
+class FlydslSchedule : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (device::device_count() == 0) GTEST_SKIP() << "no GPU on this machine: GPU test skipped";
+    device::check(device::rt::stream_create(&stream_), "stream_create");
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) (void)device::rt::stream_destroy(stream_);
+  }
+
+  static device::DeviceArray<int32_t> upload(const Words& host) {
+    device::DeviceArray<int32_t> d(std::max<std::size_t>(host.size(), 1));
+    if (!host.empty()) {
+      device::check(device::rt::memcpy_to_device(d.data(), host.data(), host.size() * sizeof(int32_t)), "memcpy");
+    }
+    return d;
+  }
+  static Words download(const device::DeviceArray<int32_t>& d, std::size_t words) {
+    Words host(words);
+    device::check(device::rt::memcpy_to_host(host.data(), d.data(), words * sizeof(int32_t)), "memcpy");
+    return host;
+  }
+  void sync() { device::check(device::rt::stream_synchronize(stream_), "stream_synchronize"); }
+
+  device::Stream stream_ = nullptr;
+};
+
+int env_cases(int fallback) {
+  const char* v = std::getenv("IDXPLAN_GPU_STEPS");
+  return v != nullptr ? std::atoi(v) : fallback;
+}
+
+// Lengths of `rows` rows up to about `longest`, some 0, some negative, some
+// past it; the CTAs from just enough to thousands more.
+Words random_lengths(std::mt19937_64& rng, int64_t rows, int64_t longest) {
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  Words v(static_cast<std::size_t>(rows));
+  const bool short_rows = uniform(0, 3) == 0;
+  for (int32_t& x : v) {
+    const int64_t kind = uniform(0, 9);
+    x = static_cast<int32_t>(kind == 0 ? 0 : kind == 1 ? -uniform(1, 600) : kind == 2 ? uniform(longest, 3 * longest + 1)
+                                                                                       : uniform(0, short_rows ? 300 : longest));
+  }
+  return v;
+}
+
+TEST_F(FlydslSchedule, DecodeMatchesTheCpuFillOnRandomLengths) {
+  std::mt19937_64 rng(4901);
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const int cases = env_cases(120);
+  for (int i = 0; i < cases; ++i) {
+    const int64_t next_n = uniform(0, 2) == 0 ? uniform(1, 4) : 1;
+    const int64_t batches = uniform(0, i % 8 == 0 ? 6000 : 300);
+    const int64_t block_k = uniform(0, 3) == 0 ? uniform(1, 300) : 256;
+    const int64_t max_seq_len = uniform(0, 200000);
+    const Words contexts = random_lengths(rng, batches, max_seq_len);
+    const int64_t ctas = next_n * (batches + uniform(0, uniform(0, 1) ? 4 : 5000));
+    const VarctxShape s = varctx_shape(batches, block_k, ctas, max_seq_len, next_n);
+    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << batches << " batches, next_n " << next_n
+                                      << ", block_k " << block_k << ", " << ctas << " CTAs, max_seq_len "
+                                      << max_seq_len);
+    Words want(static_cast<std::size_t>(s.words()) + kGuard, kPoison);
+    int32_t want_safe = kPoison;
+    fill_varctx_schedule(s, contexts, Span<int32_t>(want.data(), static_cast<std::size_t>(s.words())), &want_safe);
+
+    const auto d_contexts = upload(contexts);
+    auto d_info = upload(Words(want.size(), kPoison));
+    auto d_safe = upload(Words{kPoison});
+    enqueue_varctx_schedule(s, d_contexts.data(), d_info.data(), d_safe.data(), stream_);
+    sync();
+    ASSERT_EQ(download(d_safe, 1)[0], want_safe);
+    const Words got = download(d_info, want.size());
+    for (std::size_t w = 0; w < want.size(); ++w) ASSERT_EQ(got[w], want[w]) << "word " << w;
+  }
+}
+
+TEST_F(FlydslSchedule, PrefillMatchesTheCpuFillOnRandomLengths) {
+  std::mt19937_64 rng(4902);
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const int cases = env_cases(120);
+  for (int i = 0; i < cases; ++i) {
+    const int64_t rows = uniform(0, i % 8 == 0 ? 20000 : 1500);
+    const int64_t block_k = uniform(0, 3) == 0 ? uniform(1, 300) : 256;
+    const int64_t max_seq_len = uniform(0, 100000);
+    const Words ends = random_lengths(rng, rows, max_seq_len);
+    Words batches(ends.size()), starts(ends.size());
+    for (std::size_t r = 0; r < ends.size(); ++r) {
+      batches[r] = static_cast<int32_t>(uniform(0, 50));
+      starts[r] = static_cast<int32_t>(uniform(-3, 400));
+    }
+    const int64_t ctas = std::max<int64_t>(rows, uniform(0, 1) ? 1024 : rows + uniform(0, 3));
+    const PrefillShape s = prefill_shape(rows, block_k, ctas, max_seq_len);
+    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << rows << " rows, block_k " << block_k << ", "
+                                      << ctas << " CTAs, max_seq_len " << max_seq_len);
+    Words want(static_cast<std::size_t>(s.words()) + kGuard, kPoison);
+    int32_t want_safe = kPoison;
+    fill_prefill_schedule(s, batches, starts, ends, Span<int32_t>(want.data(), static_cast<std::size_t>(s.words())),
+                          &want_safe);
+
+    const auto d_batches = upload(batches);
+    const auto d_starts = upload(starts);
+    const auto d_ends = upload(ends);
+    auto d_info = upload(Words(want.size(), kPoison));
+    auto d_safe = upload(Words{kPoison});
+    enqueue_prefill_schedule(s, d_batches.data(), d_starts.data(), d_ends.data(), d_info.data(), d_safe.data(),
+                             stream_);
+    sync();
+    ASSERT_EQ(download(d_safe, 1)[0], want_safe);
+    const Words got = download(d_info, want.size());
+    for (std::size_t w = 0; w < want.size(); ++w) ASSERT_EQ(got[w], want[w]) << "word " << w;
+  }
+}
+
+TEST_F(FlydslSchedule, RefusesANullBufferTheScheduleWrites) {
+  const VarctxShape s = varctx_shape(2, 256, 4, 1024, 1);
+  auto d_safe = upload(Words{0});
+  auto d_info = upload(Words(16));
+  EXPECT_THROW(enqueue_varctx_schedule(s, nullptr, d_info.data(), d_safe.data(), stream_), StepError);
+  EXPECT_THROW(enqueue_varctx_schedule(s, d_info.data(), nullptr, d_safe.data(), stream_), StepError);
+  EXPECT_THROW(enqueue_varctx_schedule(s, d_info.data(), d_info.data(), nullptr, stream_), StepError);
+}
+
+}  // namespace
+}  // namespace idxplan::flydsl_fp4

@@ -21,3 +21,11 @@ def function_from_source(path, name, scope):
     lines = source.splitlines()[first - 1:node.end_lineno]
     exec(compile("\n" * (first - 1) + "\n".join(lines) + "\n", str(path), "exec"), scope)  # noqa: S102
     return scope[name]
+
+
+def constant_from_source(path, name):
+    """The literal value of top-level assignment `name = ...` in the file at `path`."""
+    for node in ast.parse(Path(path).read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise SystemExit(f"{path}: no top-level constant {name}")

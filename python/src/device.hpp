@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "idxplan/config.hpp"
+#include "idxplan/contracts/flydsl_fp4.hpp"
 #include "idxplan/plan/buffers.hpp"
 #include "idxplan/plan/types.hpp"
 
@@ -20,11 +21,19 @@ const char* device_platform();
 int device_count();
 // The current GPU's compute units, for IndexerConfig.num_compute_units.
 int32_t compute_units();
+// The current GPU's index.
+int current_device();
 // device::enqueue on the stream whose handle is `stream` (0: the default).
 void enqueue(const Geometry& g, const StepPlan& plan, const StepInputs& in, const StepOutputs& out,
              std::uintptr_t stream);
 // One launch of an empty kernel on `stream`: the floor of any call that
 // launches once (the benchmarks time build() against it).
 void launch_empty(std::uintptr_t stream);
+// The flydsl_fp4 schedules' one launch each on `stream` (idxplan.aiter).
+void enqueue_varctx_schedule(const flydsl_fp4::VarctxShape& s, const int32_t* context_lens, int32_t* cta_info,
+                             int32_t* safe, std::uintptr_t stream);
+void enqueue_prefill_schedule(const flydsl_fp4::PrefillShape& s, const int32_t* row_to_batch,
+                              const int32_t* local_starts, const int32_t* local_ends, int32_t* cta_info,
+                              int32_t* safe, std::uintptr_t stream);
 
 }  // namespace idxplan::python

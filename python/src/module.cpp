@@ -21,6 +21,7 @@
 #include "arrays.hpp"
 #include "idxplan/idxplan.hpp"
 #include "idxplan/json.hpp"
+#include "aiter.hpp"
 #include "vllm.hpp"
 #if defined(IDXPLAN_PYTHON_DEVICE)
 #include "device.hpp"
@@ -571,6 +572,7 @@ PYBIND11_MODULE(_idxplan, m) {
   m.def("_candidate_launch", &candidate_view);
 
   register_vllm(m);
+  register_aiter(m);
 
 #if defined(IDXPLAN_PYTHON_DEVICE)
   m.attr("device_platform") = device_platform();

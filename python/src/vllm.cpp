@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "arrays.hpp"
+#include "torch_arrays.hpp"
 #include "idxplan/idxplan.hpp"
 #if defined(IDXPLAN_PYTHON_DEVICE)
 #include "device.hpp"
@@ -44,9 +45,6 @@ constexpr const char* kBufferNames[kBuffers] = {
     "prefill_row_ends", "prefill_block_ends", "prefill_query_start_loc", "decode_schedule",
     "prefill_key_starts", "prefill_key_ends", "decode_lens"};
 
-// A Python string made once and kept for the process (attribute names).
-PyObject* intern(const char* s) { return PyUnicode_InternFromString(s); }
-
 // The attribute names the core reads and sets, interned once.
 struct Names {
   PyObject* num_reqs = intern("num_reqs");
@@ -58,14 +56,6 @@ struct Names {
   PyObject* block_table_tensor = intern("block_table_tensor");
   PyObject* max_seq_len = intern("max_seq_len");
   PyObject* slot_mapping = intern("slot_mapping");
-  PyObject* dtype = intern("dtype");
-  PyObject* shape = intern("shape");
-  PyObject* stride = intern("stride");
-  PyObject* data_ptr = intern("data_ptr");
-  PyObject* is_cuda = intern("is_cuda");
-  PyObject* is_cpu = intern("is_cpu");
-  PyObject* device = intern("device");
-  PyObject* get_device = intern("get_device");
   PyObject* reshape = intern("reshape");
 };
 const Names& names() {
@@ -114,13 +104,6 @@ py::object attr_or_none(py::handle obj, PyObject* name) {
   return py::reinterpret_steal<py::object>(v);
 }
 
-// obj.name(), through vectorcall (no bound method, no argument tuple).
-py::object call_method(py::handle obj, PyObject* name) {
-  PyObject* v = PyObject_CallMethodNoArgs(obj.ptr(), name);
-  if (v == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(v);
-}
-
 // A count of common_attn_metadata: an int, or anything with an integer
 // __index__ (numpy and torch integers), never a bool or a float.
 int64_t as_int(py::handle v, const char* name) {
@@ -139,141 +122,6 @@ int64_t as_int(py::handle v, const char* name) {
   Py_DECREF(index);
   if (overflow != 0) fail(fmt::format("common_attn_metadata.{}={} does not fit int64", name, text));
   return value;
-}
-
-// One of the engine's arrays as read this step.
-struct EngineArray {
-  py::object obj;
-  const void* data = nullptr;
-  int64_t rows = 0;        // entries of a 1-D array
-  int64_t cols = 0;        // 2-D only
-  int64_t row_stride = 0;  // 2-D only, elements
-  bool wide = false;       // int64 (the host arrays may be)
-  Memory memory = Memory::host;
-  int64_t device = -1;
-};
-
-// torch's objects the fast paths compare with; empty without torch.
-// `exchange`: torch.Tensor's DLPack C exchange API, or null where this torch
-// has none (before 2.10).
-struct Torch {
-  py::object tensor_type, int32, int64, raw_stream;
-  py::object exchange_capsule;  // keeps `exchange` alive
-  const detail::DLPackExchangeAPI* exchange = nullptr;
-};
-
-// torch.Tensor's exchange API, if it has one of DLPack's major version 1
-// with the two functions the builder calls.
-const detail::DLPackExchangeAPI* exchange_api(const py::object& capsule) {
-  if (!PyCapsule_IsValid(capsule.ptr(), "dlpack_exchange_api")) return nullptr;
-  const auto* api =
-      static_cast<const detail::DLPackExchangeAPI*>(PyCapsule_GetPointer(capsule.ptr(), "dlpack_exchange_api"));
-  if (api == nullptr || api->header.version.major != 1 || api->dltensor_from_py_object_no_sync == nullptr ||
-      api->current_work_stream == nullptr) {
-    return nullptr;
-  }
-  return api;
-}
-
-// Reads a torch.Tensor (of that type exactly) through the exchange API: one
-// C call, no Python object. False where the tensor is not what the builder
-// takes (or one DLPack cannot describe), so that read_engine's accessors
-// read it again and name the fault.
-bool read_exchanged(const detail::DLPackExchangeAPI& api, py::handle obj, int ndim, bool allow_wide,
-                    EngineArray& a) {
-  detail::DLTensor t{};
-  if (api.dltensor_from_py_object_no_sync(obj.ptr(), &t) != 0) {
-    PyErr_Clear();
-    return false;
-  }
-  const bool int32 = t.dtype.bits == 32;
-  if (t.dtype.code != 0 || t.dtype.lanes != 1 || !(int32 || (allow_wide && t.dtype.bits == 64))) return false;
-  if (t.ndim != ndim) return false;
-  a.wide = !int32;
-  a.rows = t.shape[0];
-  if (ndim == 1) {
-    if (t.strides != nullptr && a.rows > 1 && t.strides[0] != 1) return false;
-  } else {
-    a.cols = t.shape[1];
-    a.row_stride = t.strides != nullptr ? t.strides[0] : a.cols;
-    if (t.strides != nullptr && a.cols > 1 && t.strides[1] != 1) return false;
-    if (a.rows > 1 && a.row_stride < a.cols) return false;
-  }
-  const int32_t type = t.device.device_type;  // 1 CPU, 2 CUDA, 3 CUDA host, 10 ROCm, 11 ROCm host
-  if (type == 2 || type == 10) {
-    a.memory = Memory::device;
-    a.device = t.device.device_id;
-  } else if (type != 1 && type != 3 && type != 11) {
-    return false;
-  }
-  a.data = static_cast<const char*>(t.data) + t.byte_offset;
-  return true;
-}
-
-// Reads `obj` (named `name` in errors): a torch tensor through DLPack's C
-// exchange API where torch has it, else through its own accessors (a few
-// attribute reads, no DLPack capsule or interface dict a step), anything
-// else through arrays.hpp's protocols (int32 only).
-EngineArray read_engine(const Torch& torch, py::handle obj, const char* name, int ndim, bool allow_wide) {
-  EngineArray a;
-  a.obj = py::reinterpret_borrow<py::object>(obj);
-  // The API is torch.Tensor's: a subclass, which may define its own, takes the accessors.
-  if (torch.exchange != nullptr && Py_TYPE(obj.ptr()) == reinterpret_cast<PyTypeObject*>(torch.tensor_type.ptr())) {
-    if (read_exchanged(*torch.exchange, obj, ndim, allow_wide, a)) return a;
-    a = EngineArray{};
-    a.obj = py::reinterpret_borrow<py::object>(obj);
-  }
-  const bool is_tensor = torch.tensor_type && PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(
-                                                                                 torch.tensor_type.ptr()));
-  if (!is_tensor) {
-    const Array array = read_array(obj, name, ndim);
-    a.data = array.data;
-    a.memory = array.memory;
-    if (ndim == 1) {
-      a.rows = array.words;
-    } else {
-      a.rows = array.rows;
-      a.cols = array.cols;
-      a.row_stride = array.row_stride;
-    }
-    return a;
-  }
-  const Names& n = names();
-  const py::object dtype = attr(obj, n.dtype);
-  if (dtype.is(torch.int64) && allow_wide) {
-    a.wide = true;
-  } else if (!dtype.is(torch.int32)) {
-    fail(fmt::format("{} must hold int32{}, got {}", name, allow_wide ? " or int64" : "",
-                     py::str(dtype).cast<std::string>()));
-  }
-  const py::object shape = attr(obj, n.shape);
-  const py::object strides = call_method(obj, n.stride);
-  const auto dims = static_cast<int>(PyTuple_GET_SIZE(shape.ptr()));
-  if (dims != ndim) fail(fmt::format("{} must be a {}-D tensor, got {} dimensions", name, ndim, dims));
-  const auto dim = [&](const py::object& t, int i) { return PyLong_AsLongLong(PyTuple_GET_ITEM(t.ptr(), i)); };
-  a.rows = dim(shape, 0);
-  if (ndim == 1) {
-    if (a.rows > 1 && dim(strides, 0) != 1) {
-      fail(fmt::format("{} must be contiguous, got a stride of {} elements", name, dim(strides, 0)));
-    }
-  } else {
-    a.cols = dim(shape, 1);
-    a.row_stride = dim(strides, 0);
-    if (a.cols > 1 && dim(strides, 1) != 1) {
-      fail(fmt::format("{} must have contiguous rows, got a column stride of {} elements", name, dim(strides, 1)));
-    }
-    if (a.rows > 1 && a.row_stride < a.cols) {
-      fail(fmt::format("{} rows overlap: a row stride of {} elements for {} columns", name, a.row_stride, a.cols));
-    }
-  }
-  if (PyObject_IsTrue(attr(obj, n.is_cuda).ptr()) == 1) {
-    a.memory = Memory::device;
-    a.device = PyLong_AsLongLong(call_method(obj, n.get_device).ptr());
-  } else if (PyObject_IsTrue(attr(obj, n.is_cpu).ptr()) != 1) {
-    fail(fmt::format("{} is on {}, neither the host nor a GPU", name, py::str(attr(obj, n.device)).cast<std::string>()));
-  }
-  a.data = reinterpret_cast<const void*>(PyLong_AsVoidPtr(call_method(obj, n.data_ptr).ptr()));
-  return a;
 }
 
 // Calls f with the first `count` entries of a host array as a Span.
@@ -328,18 +176,7 @@ class VllmBuilder {
     prefill_plan_ = classes["prefill_plan"];
     gather_launch_ = classes["gather_launch"];
     native_ = classes["native"];
-    const py::object modules = py::module_::import("sys").attr("modules");
-    if (modules.contains("torch")) {
-      const py::object torch = modules["torch"];
-      torch_.tensor_type = torch.attr("Tensor");
-      torch_.int32 = torch.attr("int32");
-      torch_.int64 = torch.attr("int64");
-      if (device >= 0) torch_.raw_stream = torch.attr("_C").attr("_cuda_getCurrentRawStream");
-      if (py::hasattr(torch_.tensor_type, "__dlpack_c_exchange_api__")) {
-        torch_.exchange_capsule = torch_.tensor_type.attr("__dlpack_c_exchange_api__");
-        torch_.exchange = exchange_api(torch_.exchange_capsule);
-      }
-    }
+    torch_ = load_torch(device >= 0);
     if (device >= 0 && !torch_.raw_stream) {
       fail("a GPU builder launches on torch's current stream: import torch before making it");
     }
@@ -521,22 +358,7 @@ class VllmBuilder {
 #if defined(IDXPLAN_PYTHON_DEVICE)
   // torch's current stream on the builder's GPU: from the exchange API, one
   // C call, where torch has it.
-  std::uintptr_t current_stream() const {
-    if (torch_.exchange != nullptr) {
-      const int32_t type = std::string_view(device_platform()) == "hip" ? 10 : 2;  // kDLROCM, kDLCUDA
-      void* stream = nullptr;
-      if (torch_.exchange->current_work_stream(type, static_cast<int32_t>(device_), &stream) != 0) {
-        throw py::error_already_set();
-      }
-      return reinterpret_cast<std::uintptr_t>(stream);
-    }
-    const py::object index = py::int_(device_);
-    PyObject* handle = PyObject_CallOneArg(torch_.raw_stream.ptr(), index.ptr());
-    if (handle == nullptr) throw py::error_already_set();
-    const auto stream = reinterpret_cast<std::uintptr_t>(PyLong_AsVoidPtr(handle));
-    Py_DECREF(handle);
-    return stream;
-  }
+  std::uintptr_t current_stream() const { return python::current_stream(torch_, device_); }
 #endif
 
   // buffer[begin:end] (decode_row_lens[:end] as [end, 1] for kDecodeSeqLens),

@@ -33,6 +33,7 @@ class FlydslSchedule : public ::testing::Test {
     if (stream_ != nullptr) (void)device::rt::stream_destroy(stream_);
   }
 
+ public:
   static device::DeviceArray<int32_t> upload(const Words& host) {
     device::DeviceArray<int32_t> d(std::max<std::size_t>(host.size(), 1));
     if (!host.empty()) {
@@ -45,6 +46,8 @@ class FlydslSchedule : public ::testing::Test {
     device::check(device::rt::memcpy_to_host(host.data(), d.data(), words * sizeof(int32_t)), "memcpy");
     return host;
   }
+
+ protected:
   void sync() { device::check(device::rt::stream_synchronize(stream_), "stream_synchronize"); }
 
   device::Stream stream_ = nullptr;
@@ -67,6 +70,26 @@ Words random_lengths(std::mt19937_64& rng, int64_t rows, int64_t longest) {
                                                                                        : uniform(0, short_rows ? 300 : longest));
   }
   return v;
+}
+
+// prefill_schedule on the device against the CPU fill, poison around them.
+void expect_prefill_words(const Words& batches, const Words& starts, const Words& ends, int64_t block_k, int64_t ctas,
+                          int64_t max_seq_len, device::Stream stream) {
+  const PrefillShape s = prefill_shape(static_cast<int64_t>(ends.size()), block_k, ctas, max_seq_len);
+  Words want(static_cast<std::size_t>(s.words()) + kGuard, kPoison);
+  int32_t want_safe = kPoison;
+  fill_prefill_schedule(s, batches, starts, ends, Span<int32_t>(want.data(), static_cast<std::size_t>(s.words())),
+                        &want_safe);
+  const auto d_batches = FlydslSchedule::upload(batches);
+  const auto d_starts = FlydslSchedule::upload(starts);
+  const auto d_ends = FlydslSchedule::upload(ends);
+  auto d_info = FlydslSchedule::upload(Words(want.size(), kPoison));
+  auto d_safe = FlydslSchedule::upload(Words{kPoison});
+  enqueue_prefill_schedule(s, d_batches.data(), d_starts.data(), d_ends.data(), d_info.data(), d_safe.data(), stream);
+  device::check(device::rt::stream_synchronize(stream), "stream_synchronize");
+  ASSERT_EQ(FlydslSchedule::download(d_safe, 1)[0], want_safe);
+  const Words got = FlydslSchedule::download(d_info, want.size());
+  for (std::size_t w = 0; w < want.size(); ++w) ASSERT_EQ(got[w], want[w]) << "word " << w;
 }
 
 TEST_F(FlydslSchedule, DecodeMatchesTheCpuFillOnRandomLengths) {
@@ -114,25 +137,45 @@ TEST_F(FlydslSchedule, PrefillMatchesTheCpuFillOnRandomLengths) {
       starts[r] = static_cast<int32_t>(uniform(-3, 400));
     }
     const int64_t ctas = std::max<int64_t>(rows, uniform(0, 1) ? 1024 : rows + uniform(0, 3));
-    const PrefillShape s = prefill_shape(rows, block_k, ctas, max_seq_len);
     SCOPED_TRACE(::testing::Message() << "case " << i << ": " << rows << " rows, block_k " << block_k << ", "
                                       << ctas << " CTAs, max_seq_len " << max_seq_len);
-    Words want(static_cast<std::size_t>(s.words()) + kGuard, kPoison);
-    int32_t want_safe = kPoison;
-    fill_prefill_schedule(s, batches, starts, ends, Span<int32_t>(want.data(), static_cast<std::size_t>(s.words())),
-                          &want_safe);
+    expect_prefill_words(batches, starts, ends, block_k, ctas, max_seq_len, stream_);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
 
-    const auto d_batches = upload(batches);
-    const auto d_starts = upload(starts);
-    const auto d_ends = upload(ends);
-    auto d_info = upload(Words(want.size(), kPoison));
-    auto d_safe = upload(Words{kPoison});
-    enqueue_prefill_schedule(s, d_batches.data(), d_starts.data(), d_ends.data(), d_info.data(), d_safe.data(),
-                             stream_);
-    sync();
-    ASSERT_EQ(download(d_safe, 1)[0], want_safe);
-    const Words got = download(d_info, want.size());
-    for (std::size_t w = 0; w < want.size(); ++w) ASSERT_EQ(got[w], want[w]) << "word " << w;
+TEST_F(FlydslSchedule, PrefillOfCausalRowsMatchesTheCpuFill) {
+  // Rows of a few requests, each row's keys its causal end: runs of equal
+  // chunk counts, staged as runs past 4,096 rows.
+  std::mt19937_64 rng(4905);
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < env_cases(24); ++i) {
+    Words batches, starts, ends;
+    const int64_t requests = uniform(1, 12);
+    for (int64_t r = 0; r < requests; ++r) {
+      const int64_t rows = uniform(1, i % 3 == 0 ? 12000 : 3000);
+      const int64_t prefix = uniform(0, 400000);
+      for (int64_t j = 0; j < rows; ++j) {
+        batches.push_back(static_cast<int32_t>(r));
+        starts.push_back(0);
+        ends.push_back(static_cast<int32_t>((prefix + j + 1) / 4));
+      }
+    }
+    const int64_t rows = static_cast<int64_t>(ends.size());
+    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << rows << " rows of " << requests << " requests");
+    expect_prefill_words(batches, starts, ends, 256, std::max<int64_t>(1024, rows), 110000, stream_);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST_F(FlydslSchedule, PrefillOfAsManyRunsAsStagedOrOneMoreMatchesTheCpuFill) {
+  // Runs of three rows, their count about the most shared memory stages.
+  for (const int32_t runs : {kMaxRuns - 1, kMaxRuns, kMaxRuns + 1}) {
+    Words ends;
+    for (int32_t r = 0; r < 3 * runs; ++r) ends.push_back((r / 3 + 1) * 256);
+    const Words zeros(ends.size(), 0);
+    SCOPED_TRACE(::testing::Message() << runs << " runs");
+    expect_prefill_words(zeros, zeros, ends, 256, static_cast<int64_t>(ends.size()) + 5, 1 << 20, stream_);
   }
 }
 

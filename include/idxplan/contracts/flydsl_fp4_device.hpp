@@ -5,10 +5,13 @@
 // The flydsl_fp4 contract's device writer: the schedules of flydsl_fp4.hpp,
 // word for word, in one launch with no device allocation and no sync. Each
 // block writes its own run of CTAs, so it computes `safe` and the split
-// counts before its run itself: a sum over the rows, a binary search of
-// safe_range's few candidates (chunk counts staged in shared memory where
-// they fit), then the rows' splits tile by tile, an exclusive sum a tile,
-// until the tile that holds its last CTA. aiter's Triton kernel does the
+// counts before its run itself, from the rows' chunk counts staged in
+// shared memory as units: each row its own where the rows fit, else the
+// runs of rows with equal counts (a prefill's causal rows change count once
+// every block_k * C rows), else, for rows of too many runs, none, each pass
+// reading the rows again. A sum over the units, a binary search of
+// safe_range's few candidates, an exclusive sum of the units' splits, then
+// each of the block's CTAs finds its unit. aiter's Triton kernel does the
 // same in every program, with a 32-step search over [1, s_max].
 //
 // Lengths are read as they are: a negative one is 0 chunks (flydsl_fp4.hpp).
@@ -17,82 +20,158 @@
 
 #include "idxplan/contracts/flydsl_fp4.hpp"
 #include "idxplan/device/runtime.hpp"
+#include "idxplan/device/scan.hpp"
 
 namespace idxplan::flydsl_fp4 {
 
-inline constexpr int kScheduleThreads = 256;
-inline constexpr int kRowsPerThread = 8;                                // a thread's rows in a scan tile
-inline constexpr int kTileRows = kScheduleThreads * kRowsPerThread;    // 2,048
-inline constexpr int kCachedRows = 4096;                                // chunk counts staged for the search
-// CTAs a block writes, at least; a grid of more than kMaxScheduleBlocks
-// blocks' worth gives each block more.
-inline constexpr int32_t kSlotsPerBlock = 1024;
-inline constexpr int32_t kMaxScheduleBlocks = 256;
+inline constexpr int kScheduleThreads = 512;
+inline constexpr int kUnitsPerThread = 8;                             // a thread's units in a scan
+inline constexpr int kMaxUnits = kScheduleThreads * kUnitsPerThread;  // 4,096 rows, one scan
+inline constexpr int kMaxRuns = kMaxUnits / 2;                        // runs (a first row more each)
+// CTAs a block writes, at least; past kMaxScheduleBlocks blocks' worth, each
+// block writes more, so that fewer blocks read the rows.
+inline constexpr int32_t kSlotsPerBlock = 512;
+inline constexpr int32_t kMaxScheduleBlocks = 32;
+
+using Primitives = device::BlockPrimitives<kScheduleThreads>;
 
 // Shared memory of one block: plain arrays (a __shared__ object has no
 // constructor).
 struct ScheduleShared {
-  int64_t wide[2][kScheduleThreads];    // sums: chunks and splits at the cap, or a pass's splits
-  int32_t narrow[2][kScheduleThreads];  // rows with chunks and the longest, or a scan's sums
-  int32_t ends[kTileRows];              // a tile's inclusive split sums, row by row
-  int32_t chunks[kCachedRows];          // every row's chunks, where the rows fit
+  typename Primitives::TempStorage scan;
+  int64_t wide[2][Primitives::kWarps];    // the warps' partial sums
+  int32_t narrow[2][Primitives::kWarps];
+  int32_t last[kScheduleThreads];         // each thread's last chunk count, for the runs
+  int32_t ends[kMaxUnits];                // inclusive split sums, unit by unit
+  int32_t chunks[kMaxUnits];              // each unit's rows' chunk count
+  int32_t first[kMaxRuns];                // each run's first row
 };
+
+// Where the rows are staged.
+enum class Units { rows, runs, none };
 
 namespace detail {
 
-// The block's stats, in every thread.
-__device__ inline ChunkStats block_stats(const ChunkStats& mine, ScheduleShared& sh) {
-  const int t = static_cast<int>(threadIdx.x);
-  sh.wide[0][t] = mine.chunks;
-  sh.wide[1][t] = mine.splits_at_cap;
-  sh.narrow[0][t] = mine.nonzero;
-  sh.narrow[1][t] = mine.max_chunks;
+template <class T>
+__device__ T lane_value(const T& v, int lane) {
+#if defined(__HIP_PLATFORM_AMD__)
+  return rocprim::warp_shuffle(v, lane, Primitives::kWarpSize);
+#else
+  return __shfl_sync(~0u, v, lane);
+#endif
+}
+
+// The block's stats, in every thread: the warps' by shuffles, then theirs
+// through shared memory. Two barriers.
+__device__ inline ChunkStats block_stats(ChunkStats v, ScheduleShared& sh) {
+  const int lane = static_cast<int>(threadIdx.x) % Primitives::kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / Primitives::kWarpSize;
+  for (int m = Primitives::kWarpSize / 2; m > 0; m /= 2) {
+    v = v + ChunkStats{lane_value(v.chunks, lane ^ m), lane_value(v.nonzero, lane ^ m),
+                       lane_value(v.max_chunks, lane ^ m), lane_value(v.splits_at_cap, lane ^ m)};
+  }
+  if (lane == 0) {
+    sh.wide[0][warp] = v.chunks;
+    sh.wide[1][warp] = v.splits_at_cap;
+    sh.narrow[0][warp] = v.nonzero;
+    sh.narrow[1][warp] = v.max_chunks;
+  }
   __syncthreads();
-  for (int half = kScheduleThreads / 2; half > 0; half /= 2) {
-    if (t < half) {
-      sh.wide[0][t] += sh.wide[0][t + half];
-      sh.wide[1][t] += sh.wide[1][t + half];
-      sh.narrow[0][t] += sh.narrow[0][t + half];
-      sh.narrow[1][t] = sh.narrow[1][t] > sh.narrow[1][t + half] ? sh.narrow[1][t] : sh.narrow[1][t + half];
+  ChunkStats all{};
+  for (int w = 0; w < Primitives::kWarps; ++w) {
+    all = all + ChunkStats{sh.wide[0][w], sh.narrow[0][w], sh.narrow[1][w], sh.wide[1][w]};
+  }
+  __syncthreads();
+  return all;
+}
+
+// The block's sum of `v`, in every thread. Two barriers.
+__device__ inline int64_t block_sum(int64_t v, ScheduleShared& sh) {
+  const int lane = static_cast<int>(threadIdx.x) % Primitives::kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / Primitives::kWarpSize;
+  for (int m = Primitives::kWarpSize / 2; m > 0; m /= 2) v += lane_value(v, lane ^ m);
+  if (lane == 0) sh.wide[0][warp] = v;
+  __syncthreads();
+  int64_t all = 0;
+  for (int w = 0; w < Primitives::kWarps; ++w) all += sh.wide[0][w];
+  __syncthreads();
+  return all;
+}
+
+// The first of units [0, n) whose inclusive split sum passes `within`.
+__device__ inline int32_t unit_of(const ScheduleShared& sh, int32_t n, int32_t within) {
+  int32_t a = 0;
+  int32_t b = n - 1;
+  while (a < b) {
+    const int32_t mid = (a + b) / 2;
+    if (sh.ends[mid] > within) b = mid; else a = mid + 1;
+  }
+  return a;
+}
+
+// Stages the rows' chunk counts as units, each row its own where they fit,
+// else as runs, and returns their stats; *units gets how they were staged
+// and *count their number.
+template <class Source>
+__device__ ChunkStats stage_units(const Source& source, int32_t rows, int32_t block_k, int32_t s_max,
+                                  ScheduleShared& sh, Units* units, int32_t* count) {
+  const int t = static_cast<int>(threadIdx.x);
+  ChunkStats mine{};
+  if (rows <= kMaxUnits) {
+    for (int32_t i = t; i < rows; i += kScheduleThreads) {
+      const int32_t c = chunks_of(source.keys(i), block_k);
+      sh.chunks[i] = c;
+      mine = mine + ChunkStats::of(c, s_max);
     }
-    __syncthreads();
+    *units = Units::rows;
+    *count = rows;
+    return block_stats(mine, sh);  // its barriers publish the staged counts
   }
-  const ChunkStats all{sh.wide[0][0], sh.narrow[0][0], sh.narrow[1][0], sh.wide[1][0]};
-  __syncthreads();
-  return all;
+  // Runs: each thread's kUnitsPerThread consecutive rows a tile; a row
+  // starts a run where its count differs from the row before's.
+  int32_t runs = 0;
+  int32_t before = -1;  // the count of the row before the tile's first
+  for (int32_t tile = 0; tile < rows; tile += kMaxUnits) {
+    int32_t c[kUnitsPerThread];
+#pragma unroll
+    for (int k = 0; k < kUnitsPerThread; ++k) {
+      const int32_t i = tile + t * kUnitsPerThread + k;
+      c[k] = i < rows ? chunks_of(source.keys(i), block_k) : -1;
+      if (i < rows) mine = mine + ChunkStats::of(c[k], s_max);
+    }
+    sh.last[t] = c[kUnitsPerThread - 1];
+    __syncthreads();
+    int32_t prev = t > 0 ? sh.last[t - 1] : before;
+    int32_t flags[kUnitsPerThread];
+#pragma unroll
+    for (int k = 0; k < kUnitsPerThread; ++k) {
+      flags[k] = c[k] >= 0 && c[k] != prev ? 1 : 0;
+      prev = c[k];
+    }
+    int32_t at[kUnitsPerThread];
+    int32_t total = 0;
+    Primitives::exclusive_sum(flags, at, total, sh.scan);
+#pragma unroll
+    for (int k = 0; k < kUnitsPerThread; ++k) {
+      const int32_t slot = runs + at[k];
+      if (flags[k] != 0 && slot < kMaxRuns) {
+        sh.first[slot] = tile + t * kUnitsPerThread + k;
+        sh.chunks[slot] = c[k];
+      }
+    }
+    before = sh.last[kScheduleThreads - 1];
+    runs += total;
+    __syncthreads();  // before the next tile rewrites last
+  }
+  *units = runs <= kMaxRuns ? Units::runs : Units::none;
+  *count = runs <= kMaxRuns ? runs : 0;
+  return block_stats(mine, sh);
 }
 
-// The block's sum of `mine`, in every thread.
-__device__ inline int64_t block_sum(int64_t mine, ScheduleShared& sh) {
-  const int t = static_cast<int>(threadIdx.x);
-  sh.wide[0][t] = mine;
-  __syncthreads();
-  for (int half = kScheduleThreads / 2; half > 0; half /= 2) {
-    if (t < half) sh.wide[0][t] += sh.wide[0][t + half];
-    __syncthreads();
-  }
-  const int64_t all = sh.wide[0][0];
-  __syncthreads();
-  return all;
-}
-
-// The sum of `mine` over the threads before this one; *total gets the
-// block's.
-__device__ inline int32_t block_exclusive_sum(int32_t mine, int32_t* total, ScheduleShared& sh) {
-  const int t = static_cast<int>(threadIdx.x);
-  int from = 0;
-  sh.narrow[0][t] = mine;
-  __syncthreads();
-  for (int step = 1; step < kScheduleThreads; step *= 2) {
-    const int32_t before = t >= step ? sh.narrow[from][t - step] : 0;
-    sh.narrow[1 - from][t] = sh.narrow[from][t] + before;
-    from = 1 - from;
-    __syncthreads();
-  }
-  const int32_t inclusive = sh.narrow[from][t];
-  *total = sh.narrow[from][kScheduleThreads - 1];
-  __syncthreads();
-  return inclusive - mine;
+// Rows of unit u: one, or up to the next run's first row.
+__device__ inline int32_t unit_rows(const ScheduleShared& sh, Units units, int32_t u, int32_t count, int32_t rows) {
+  if (units == Units::rows) return 1;
+  return (u + 1 < count ? sh.first[u + 1] : rows) - sh.first[u];
 }
 
 }  // namespace detail
@@ -106,22 +185,27 @@ __device__ void write_schedule(const Source& source, int32_t rows, int32_t block
                                int32_t slot_begin, int32_t slot_end, const Store& store, int32_t* safe,
                                ScheduleShared& sh) {
   const int t = static_cast<int>(threadIdx.x);
-  const bool cached = rows <= kCachedRows;
-  ChunkStats mine{};
-  for (int32_t i = t; i < rows; i += kScheduleThreads) {
-    const int32_t c = chunks_of(source.keys(i), block_k);
-    if (cached) sh.chunks[i] = c;
-    mine = mine + ChunkStats::of(c, s_max);
-  }
-  const ChunkStats stats = detail::block_stats(mine, sh);  // its barriers publish the staged chunks
-  const auto chunks = [&](int32_t i) { return cached ? sh.chunks[i] : chunks_of(source.keys(i), block_k); };
+  Units units = Units::none;
+  int32_t count = 0;
+  const ChunkStats stats = detail::stage_units(source, rows, block_k, s_max, sh, &units, &count);
+  const bool staged = units != Units::none;
 
+  // splits(s) over the rows: over the units where staged, else over the rows again.
+  const auto splits_at = [&](int32_t s) {
+    int64_t n = 0;
+    if (staged) {
+      for (int32_t u = t; u < count; u += kScheduleThreads) {
+        n += int64_t{detail::unit_rows(sh, units, u, count, rows)} * splits_of(sh.chunks[u], s);
+      }
+    } else {
+      for (int32_t i = t; i < rows; i += kScheduleThreads) n += splits_of(chunks_of(source.keys(i), block_k), s);
+    }
+    return detail::block_sum(n, sh);
+  };
   SafeRange range = safe_range(stats, slots, s_max);
   while (range.lo < range.hi) {  // the same in every thread
     const int32_t mid = range.lo + (range.hi - range.lo) / 2;
-    int64_t splits = 0;
-    for (int32_t i = t; i < rows; i += kScheduleThreads) splits += splits_of(chunks(i), mid);
-    if (detail::block_sum(splits, sh) <= slots) {
+    if (splits_at(mid) <= slots) {
       range.hi = mid;
     } else {
       range.lo = mid + 1;
@@ -130,35 +214,46 @@ __device__ void write_schedule(const Source& source, int32_t rows, int32_t block
   const int32_t chunks_a_cta = range.lo;
   if (safe != nullptr && t == 0) *safe = chunks_a_cta;
 
-  // The splits before the current tile; once the rows are done, all of them.
+  // The units' (or a tile of rows') splits, summed; then each CTA finds its
+  // unit. `before`: the splits before the current tile; once the rows are
+  // done, all of them.
   int32_t before = 0;
-  for (int32_t first = 0; first < rows && before < slot_end; first += kTileRows) {
-    int32_t running[kRowsPerThread];
+  const int32_t tiles = staged ? 1 : rows;  // staged units are one tile
+  for (int32_t first = 0; first < tiles && before < slot_end; first += kMaxUnits) {
+    int32_t running[kUnitsPerThread];
     int32_t sum = 0;
 #pragma unroll
-    for (int k = 0; k < kRowsPerThread; ++k) {
-      const int32_t i = first + t * kRowsPerThread + k;
-      sum += i < rows ? splits_of(chunks(i), chunks_a_cta) : 0;
+    for (int k = 0; k < kUnitsPerThread; ++k) {
+      const int32_t u = first + t * kUnitsPerThread + k;
+      if (staged) {
+        sum += u < count ? detail::unit_rows(sh, units, u, count, rows) * splits_of(sh.chunks[u], chunks_a_cta) : 0;
+      } else {
+        sum += u < rows ? splits_of(chunks_of(source.keys(u), block_k), chunks_a_cta) : 0;
+      }
       running[k] = sum;
     }
     int32_t tile = 0;
-    const int32_t offset = detail::block_exclusive_sum(sum, &tile, sh);
+    int32_t offset[1];
+    int32_t sums[1] = {sum};
+    Primitives::exclusive_sum(sums, offset, tile, sh.scan);
 #pragma unroll
-    for (int k = 0; k < kRowsPerThread; ++k) sh.ends[t * kRowsPerThread + k] = offset + running[k];
+    for (int k = 0; k < kUnitsPerThread; ++k) sh.ends[t * kUnitsPerThread + k] = offset[0] + running[k];
     __syncthreads();
+    const int32_t in_tile = staged ? count : (rows - first < kMaxUnits ? rows - first : kMaxUnits);
     const int32_t lo = before > slot_begin ? before : slot_begin;
     const int32_t hi = before + tile < slot_end ? before + tile : slot_end;
     for (int32_t slot = lo + t; slot < hi; slot += kScheduleThreads) {
-      // The tile's first row whose splits end past the slot.
-      const int32_t within = slot - before;
-      int32_t a = 0;
-      int32_t b = kTileRows - 1;
-      while (a < b) {
-        const int32_t mid = (a + b) / 2;
-        if (sh.ends[mid] > within) b = mid; else a = mid + 1;
+      const int32_t u = detail::unit_of(sh, in_tile, slot - before);
+      const int32_t within = slot - before - (u > 0 ? sh.ends[u - 1] : 0);
+      if (staged) {
+        const int32_t c = sh.chunks[u];
+        const int32_t per_row = splits_of(c, chunks_a_cta);
+        const int32_t row = units == Units::rows ? u : sh.first[u] + within / per_row;
+        store(slot, split_of(row, within % per_row, c, chunks_a_cta));
+      } else {
+        const int32_t row = first + u;
+        store(slot, split_of(row, within, chunks_of(source.keys(row), block_k), chunks_a_cta));
       }
-      const int32_t split = within - (a > 0 ? sh.ends[a - 1] : 0);
-      store(slot, split_of(first + a, split, chunks(first + a), chunks_a_cta));
     }
     before += tile;
     __syncthreads();  // the next tile rewrites ends

@@ -25,8 +25,6 @@
 namespace idxplan::python {
 namespace {
 
-using namespace pybind11::literals;
-
 // An integer argument: an int or anything with an integer __index__, never a
 // bool or a float.
 int64_t as_index(py::handle v, const char* function, const char* name) {
@@ -50,8 +48,6 @@ class AiterSchedules {
  public:
   AiterSchedules() : torch_(load_torch(true)) {
     if (!torch_.tensor_type) fail("idxplan.aiter takes torch tensors: import torch before calling it");
-    const py::object torch = py::module_::import("torch");
-    empty_ = torch.attr("empty");
   }
 
   // compute_varctx_schedule(context_lens, block_k, parallel_unit_num,
@@ -68,9 +64,8 @@ class AiterSchedules {
     const int64_t ctas = parallel_unit_num.is_none() ? flydsl_fp4::varctx_default_ctas(ctx.rows, bk, msl, n)
                                                       : as_index(parallel_unit_num, kFn, "parallel_unit_num");
     const flydsl_fp4::VarctxShape s = flydsl_fp4::varctx_shape(ctx.rows, bk, ctas, msl, n);
-    const py::object device = tensor_attr(owner, tensor_names().device);
-    const py::object cta_info = output(cta_info_out, kFn, s.ctas, flydsl_fp4::kDecodeWords, ctx, device);
-    const py::object safe = empty_(py::make_tuple(1), "dtype"_a = torch_.int32, "device"_a = device);
+    const py::object cta_info = output(cta_info_out, kFn, s.ctas, flydsl_fp4::kDecodeWords, ctx);
+    const py::object safe = new_empty(ctx, py::make_tuple(1));
     auto* info = pointer(cta_info);
     auto* safe_word = pointer(safe);
     if (ctx.memory == Memory::host) {
@@ -107,9 +102,8 @@ class AiterSchedules {
     const int64_t bk = as_index(block_k, kFn, "block_k");
     const flydsl_fp4::PrefillShape s = flydsl_fp4::prefill_shape(
         ends.rows, bk, as_index(parallel_unit_num, kFn, "parallel_unit_num"), as_index(max_seq_len, kFn, "max_seq_len"));
-    const py::object device = tensor_attr(end_owner, tensor_names().device);
-    const py::object cta_info = output(cta_info_out, kFn, s.ctas, flydsl_fp4::kPrefillWords, ends, device);
-    const py::object safe = empty_(py::tuple(), "dtype"_a = torch_.int32, "device"_a = device);  // 0-dim, as aiter's
+    const py::object cta_info = output(cta_info_out, kFn, s.ctas, flydsl_fp4::kPrefillWords, ends);
+    const py::object safe = new_empty(ends, py::tuple());  // 0-dim, as aiter's
     auto* info = pointer(cta_info);
     auto* safe_word = pointer(safe);
     if (ends.memory == Memory::host) {
@@ -130,9 +124,15 @@ class AiterSchedules {
  private:
   // A 1-D int32 tensor of `obj`'s values: `obj` itself where it is one and
   // contiguous, else obj.to(torch.int32).contiguous(), as aiter converts
-  // (kept alive in `owner`).
+  // (kept alive in `owner`). One C call through the exchange API where it
+  // serves.
   EngineArray int32_vector(py::handle obj, const char* function, const char* name, py::object& owner) {
     owner = py::reinterpret_borrow<py::object>(obj);
+    if (torch_.exchange != nullptr && Py_TYPE(obj.ptr()) == reinterpret_cast<PyTypeObject*>(torch_.tensor_type.ptr())) {
+      EngineArray a;
+      a.obj = owner;
+      if (read_exchanged(*torch_.exchange, obj, 1, false, a)) return a;
+    }
     const bool tensor =
         PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(torch_.tensor_type.ptr())) != 0;
     if (!tensor) fail(fmt::format("{}: {} must be a torch tensor, got {}", function, name, py::repr(obj).cast<std::string>()));
@@ -146,11 +146,28 @@ class AiterSchedules {
     return read_engine(torch_, owner, name, 1, false);
   }
 
+  // A new int32 tensor of `shape` where `like` (int32) lives: like.new_empty(shape).
+  static py::object new_empty(const EngineArray& like, const py::tuple& shape) {
+    static PyObject* const name = intern("new_empty");
+    PyObject* t = PyObject_CallMethodOneArg(like.obj.ptr(), name, shape.ptr());
+    if (t == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(t);
+  }
+
+  // The words of a tensor this core made (int32, contiguous).
+  int32_t* pointer(const py::object& tensor) const {
+    if (torch_.exchange != nullptr) {
+      detail::DLTensor t{};
+      if (torch_.exchange->dltensor_from_py_object_no_sync(tensor.ptr(), &t) != 0) throw py::error_already_set();
+      return reinterpret_cast<int32_t*>(static_cast<char*>(t.data) + t.byte_offset);
+    }
+    return reinterpret_cast<int32_t*>(PyLong_AsVoidPtr(call_method(tensor, tensor_names().data_ptr).ptr()));
+  }
+
   // cta_info_out, checked to hold `ctas` rows of `width` words where `like`
   // lives, or a new [ctas, width] int32 tensor there.
-  py::object output(py::handle given, const char* function, int32_t ctas, int32_t width, const EngineArray& like,
-                    const py::object& device) {
-    if (given.is_none()) return empty_(py::make_tuple(ctas, width), "dtype"_a = torch_.int32, "device"_a = device);
+  py::object output(py::handle given, const char* function, int32_t ctas, int32_t width, const EngineArray& like) {
+    if (given.is_none()) return new_empty(like, py::make_tuple(ctas, width));
     const EngineArray out = read_engine(torch_, given, "cta_info_out", 2, false);
     if (out.cols != width || (out.rows > 1 && out.row_stride != width) || out.rows < ctas) {
       fail(fmt::format("{}: cta_info_out must be a contiguous int32 [{}, {}] tensor (or more rows), got {} rows of {} "
@@ -168,10 +185,6 @@ class AiterSchedules {
                        a.memory == Memory::device ? fmt::format(" (GPU {})", a.device) : "", b_name,
                        memory_name(b.memory), b.memory == Memory::device ? fmt::format(" (GPU {})", b.device) : ""));
     }
-  }
-
-  static int32_t* pointer(const py::object& tensor) {
-    return reinterpret_cast<int32_t*>(PyLong_AsVoidPtr(call_method(tensor, tensor_names().data_ptr).ptr()));
   }
 
   static Span<const int32_t> host_span(const EngineArray& a) {
@@ -197,7 +210,6 @@ class AiterSchedules {
 #endif
 
   Torch torch_;
-  py::object empty_;
 };
 
 }  // namespace

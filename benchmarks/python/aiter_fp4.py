@@ -30,14 +30,26 @@ def kernel_dir(path):
     raise SystemExit(f"{path}: neither it nor {KERNELS} under it holds {DECODE} and {PREFILL}")
 
 
-def load(path):
-    """(compute_varctx_schedule, compute_prefill_schedule) as aiter's files at `path` define them."""
+def _kernel(path, name, scope, specialize):
+    kernel = function_from_source(path, name, scope)
+    if not specialize:
+        # Triton compiles a kernel again for each pattern of its integer arguments
+        # (1, multiples of 16): hundreds of random shapes would each compile. Its
+        # specialization changes the code, never what the code computes.
+        ints = [p.name for p in kernel.params if not p.is_constexpr and not p.name.endswith("_ptr")]
+        scope[name] = triton.jit(kernel.fn, do_not_specialize=ints)
+    return scope[name]
+
+
+def load(path, specialize=True):
+    """(compute_varctx_schedule, compute_prefill_schedule) as aiter's files at `path`
+    define them; with `specialize` False, their kernels compile once a block size."""
     d = kernel_dir(path)
     decode = {"torch": torch, "triton": triton, "tl": tl}
-    function_from_source(d / DECODE, "_varctx_cta_info_kernel", decode)
+    _kernel(d / DECODE, "_varctx_cta_info_kernel", decode, specialize)
     varctx = function_from_source(d / DECODE, "compute_varctx_schedule", decode)
     prefill = {"torch": torch, "triton": triton, "tl": tl,
                "CTA_INFO_WIDTH": constant_from_source(d / PREFILL, "CTA_INFO_WIDTH")}
-    function_from_source(d / PREFILL, "_prefill_cta_info_kernel", prefill)
+    _kernel(d / PREFILL, "_prefill_cta_info_kernel", prefill, specialize)
     prefill_schedule = function_from_source(d / PREFILL, "compute_prefill_schedule", prefill)
     return varctx, prefill_schedule

@@ -64,6 +64,36 @@ inline std::vector<Geometry> random_geometries() {
   return out;
 }
 
+// flydsl_fp4 geometries: MTP decodes flattened (compression 4), adaptive
+// ones, native sequences at compression 1, and grids the engine sizes.
+inline std::vector<Geometry> flydsl_geometries() {
+  std::vector<Geometry> out;
+  IndexerConfig c = deepseek_config();
+  c.contract = Contract::flydsl_fp4;
+  c.max_num_seqs = 64;
+  c.max_num_batched_tokens = 4096;
+  c.max_model_len = 65536;
+  c.max_logits_mb = 1;
+  c.num_speculative_tokens = 1;
+  out.push_back(make_geometry(c));
+  c.num_speculative_tokens = 3;
+  c.adaptive_verification = true;
+  c.prefill_parallel_units = 64;
+  out.push_back(make_geometry(c));
+  IndexerConfig native = c;  // compression 1: native sequences of 2 rows
+  native.adaptive_verification = false;
+  native.num_speculative_tokens = 1;
+  native.compress_ratio = 1;
+  native.block_size = 64;
+  native.sparse_logits = false;
+  native.candidate_block_size = 0;
+  native.candidate_topk_blocks = 0;
+  native.max_model_len = 16384;
+  native.decode_parallel_units = 256;
+  out.push_back(make_geometry(native));
+  return out;
+}
+
 // Distinct page ids, cheaply: a scrambled index, so a wrong row or column shows.
 inline void scramble_table(std::vector<int32_t>& table, uint32_t salt) {
   for (std::size_t i = 0; i < table.size(); ++i) {

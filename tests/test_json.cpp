@@ -40,6 +40,9 @@ IndexerConfig every_field_set() {
   c.max_num_seqs = 48;
   c.max_num_batched_tokens = 640;
   c.max_blocks_per_seq = 99;
+  c.contract = Contract::flydsl_fp4;
+  c.decode_parallel_units = 2048;
+  c.prefill_parallel_units = 512;
   return c;
 }
 
@@ -70,6 +73,8 @@ TEST(ConfigJson, RefusesWhatNoFieldHoldsNamingTheKey) {
   EXPECT_NE(test::error_of<ConfigError>([] { (void)config_from_json(json{{"head_dim", "128"}}); })
                 .find("config.head_dim must be an integer, got \"128\""),
             std::string::npos);
+  EXPECT_EQ(test::error_of<ConfigError>([] { (void)config_from_json(json{{"contract", "flydsl"}}); }),
+            "config.contract must be \"gluon_mxfp4\" or \"flydsl_fp4\", got \"flydsl\"");
   EXPECT_NE(test::error_of<ConfigError>([] { (void)config_from_json(json{{"sparse_logits", 0}}); })
                 .find("config.sparse_logits must be true or false"),
             std::string::npos);

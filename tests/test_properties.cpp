@@ -311,14 +311,17 @@ std::vector<std::pair<OutputBuffer StepOutputs::*, int64_t>> written_buffers(
           {&StepOutputs::prefill_query_start_loc, s.prefill_query_start_loc},
           {&StepOutputs::decode_schedule, s.decode_schedule},
           {&StepOutputs::prefill_key_starts, key_bounds ? s.prefill_rows : 0},
-          {&StepOutputs::prefill_key_ends, key_bounds ? s.prefill_rows : 0}};
+          {&StepOutputs::prefill_key_ends, key_bounds ? s.prefill_rows : 0},
+          {&StepOutputs::prefill_schedule, s.prefill_schedule},
+          {&StepOutputs::schedule_safe, s.schedule_safe}};
 }
 
 TEST(Properties, PlanSizedBuffersAreTakenAndOneWordLessIsRefused) {
   // Exactly step_buffer_sizes(plan): the checks take them and the fill
   // stays in them (the sanitizers watch), a buffer the step does not write
   // may be absent, and one word less of any it writes is refused by name.
-  const std::vector<Geometry> geometries = test::random_geometries();
+  std::vector<Geometry> geometries = test::random_geometries();
+  for (const Geometry& g : test::flydsl_geometries()) geometries.push_back(g);
   std::mt19937_64 rng(49006);
   StepPlan plan;
   int padding_only = 0, no_columns = 0, tables = 0;
@@ -359,6 +362,91 @@ TEST(Properties, PlanSizedBuffersAreTakenAndOneWordLessIsRefused) {
   EXPECT_GT(padding_only, kSteps / 20);
   EXPECT_GT(no_columns, kSteps / 10);
   EXPECT_GT(tables, kSteps / 10);
+}
+
+// Words [first, first + n) of `w`.
+std::vector<int32_t> words_at(const std::vector<int32_t>& w, int64_t first, int64_t n) {
+  return std::vector<int32_t>(w.begin() + first, w.begin() + first + n);
+}
+
+TEST(Properties, FlydslStepSchedulesAreAitersOnTheStepsOwnLengths) {
+  // The step's decode grid is compute_varctx_schedule of its batches'
+  // contexts (rows, or native sequences), and each prefill chunk's grid
+  // compute_prefill_schedule of its rows' ends, as idxplan.aiter computes
+  // them: the words the lengths the step wrote give.
+  const std::vector<Geometry> geometries = test::flydsl_geometries();
+  std::mt19937_64 rng(49007);
+  StepPlan plan;
+  int decodes = 0, native = 0, chunks = 0;
+  for (int i = 0; i < kSteps / 4; ++i) {
+    const std::size_t gi = static_cast<std::size_t>(i) % geometries.size();
+    const Geometry& g = geometries[gi];
+    const test::RandomStep s = i % 5 == 0 ? test::full_decode_step(g, rng) : test::random_step(g, rng);
+    ASSERT_NO_THROW(plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens, plan)) << "step " << i;
+    test::HostBuffers b(g);
+    test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, b);
+    SCOPED_TRACE(::testing::Message() << "step " << i << " on geometry " << gi << ": " << plan);
+    ASSERT_FALSE(plan.decode.schedule.present());
+    const GridShape& d = plan.decode.grid;
+    if (plan.decode.num_rows > 0) {
+      ASSERT_TRUE(d.present());
+      const bool seqs = plan.decode.native.present();
+      ASSERT_TRUE(!seqs || g.config().compress_ratio == 1);
+      const std::vector<int32_t> lengths = seqs ? words_at(b.context_lens, 0, plan.num_decodes)
+                                                : words_at(b.decode_row_lens, 0, plan.decode.num_rows);
+      ASSERT_EQ(d.batches, static_cast<int32_t>(lengths.size()));
+      const flydsl_fp4::VarctxShape shape =
+          flydsl_fp4::varctx_shape(d.batches, flydsl_fp4::kBlockK, d.ctas, g.logits_width(), d.next_n);
+      std::vector<int32_t> want(static_cast<std::size_t>(shape.words()));
+      int32_t safe = 0;
+      flydsl_fp4::fill_varctx_schedule(shape, lengths, want, &safe);
+      ASSERT_EQ(b.schedule_safe[0], safe);
+      ASSERT_EQ(words_at(b.decode_schedule, 0, shape.words()), want);
+      ++decodes;
+      native += seqs;
+    }
+    for (std::size_t k = 0; k < plan.prefill.size(); ++k) {
+      const PrefillPlan& c = plan.prefill[k];
+      const int32_t rows = c.token_end - c.token_start;
+      std::vector<int32_t> batches, ends;
+      for (int32_t t = c.token_start; t < c.token_end; ++t) {
+        int32_t r = c.first_request;
+        while (s.query_start_loc[static_cast<std::size_t>(r) + 1] <= t) ++r;
+        batches.push_back(r - c.first_request);
+        ends.push_back(b.prefill_row_ends[static_cast<std::size_t>(t - plan.num_decode_tokens)]);
+      }
+      const std::vector<int32_t> starts(ends.size(), 0);
+      ASSERT_EQ(c.grid.ctas, std::max(rows, g.config().prefill_parallel_units > 0 ? g.config().prefill_parallel_units
+                                                                                  : flydsl_fp4::kPrefillBaseCtas));
+      const flydsl_fp4::PrefillShape shape = flydsl_fp4::prefill_shape(rows, flydsl_fp4::kBlockK, c.grid.ctas, c.width);
+      std::vector<int32_t> want(static_cast<std::size_t>(shape.words()));
+      int32_t safe = 0;
+      flydsl_fp4::fill_prefill_schedule(shape, batches, starts, ends, want, &safe);
+      ASSERT_EQ(b.schedule_safe[1 + k], safe) << "chunk " << k;
+      ASSERT_EQ(words_at(b.prefill_schedule, c.grid.words, shape.words()), want) << "chunk " << k;
+      ++chunks;
+    }
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_GT(decodes, kSteps / 10);
+  EXPECT_GT(native, kSteps / 40);
+  EXPECT_GT(chunks, kSteps / 10);
+}
+
+TEST(Properties, FlydslStepsReadTheChunkPastTheirKeysInTheBlockTable) {
+  // FlyDSL loads the page ids of the chunk after the one a CTA scores: the
+  // columns a step reads, and decode_block_table copies, cover them.
+  for (const Geometry& g : test::flydsl_geometries()) {
+    const int32_t pages_a_chunk = flydsl_fp4::kBlockK / g.page_entries();
+    EXPECT_EQ(g.max_blocks_per_seq(),
+              flydsl_fp4::table_cols(g.logits_width(), g.page_entries()));
+    // A 300-key row: chunks 0 and 1, and chunk 2 read ahead.
+    const std::vector<int32_t> qsl{0, 1, 2};
+    const std::vector<int32_t> lens{300 * g.config().compress_ratio, 1};
+    const StepPlan p = plan_step(g, qsl, lens);
+    EXPECT_EQ(p.decode.num_block_cols, 3 * pages_a_chunk);
+    EXPECT_EQ(block_table_cols_read(g, p), 3 * pages_a_chunk);
+  }
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "idxplan/contracts/contract.hpp"
+#include "idxplan/contracts/flydsl_fp4.hpp"
 #include "idxplan/error.hpp"
 #include "idxplan/kernel_geometry.hpp"
 #include "idxplan/plan/types.hpp"
@@ -37,6 +39,10 @@ struct IndexerConfig {
   int32_t max_num_seqs = 1024;              // requests per step
   int32_t max_num_batched_tokens = 65536;   // tokens per step, padding included
   int32_t max_blocks_per_seq = 0;           // block-table columns; 0: max_model_len's pages
+                                            // (the columns the contract reads at most)
+  Contract contract = Contract::gluon_mxfp4;  // the consumer the step buffers feed
+  int32_t decode_parallel_units = 0;   // flydsl_fp4: the decode grid's CTAs; 0: sglang's rule
+  int32_t prefill_parallel_units = 0;  // flydsl_fp4: a prefill chunk's CTAs at least; 0: sglang's 1024
 };
 
 // Units a schedule can have at most: the device scans one shared-memory word
@@ -79,6 +85,13 @@ class Geometry {
   // A digest of the config, never 0: a plan records the geometry it was made
   // with, and the buffers' checks refuse it with any other.
   uint64_t fingerprint() const { return fingerprint_; }
+  Contract contract() const { return config_.contract; }
+  // flydsl_fp4: the most CTAs a step's decode grid has, and the most words
+  // of all its prefill chunks' cta_info (contracts/flydsl_fp4.hpp); 0 for
+  // another contract.
+  int32_t fp4_decode_ctas() const { return fp4_decode_ctas_; }
+  int64_t fp4_prefill_words() const { return fp4_prefill_words_; }
+  int32_t fp4_max_chunks() const { return fp4_max_chunks_; }  // prefill chunks a step has at most
 
   // width >= 1.5 * num_candidate_cols, in integers: prefill chunks gather.
   constexpr bool prefill_gathers(int64_t width) const {
@@ -108,6 +121,9 @@ class Geometry {
   int32_t num_candidate_cols_ = 0;
   int32_t gather_rows_ = 0;
   int32_t schedule_words_ = 0;
+  int32_t fp4_decode_ctas_ = 0;
+  int64_t fp4_prefill_words_ = 0;
+  int32_t fp4_max_chunks_ = 0;
   uint64_t fingerprint_ = 0;
 };
 
@@ -129,7 +145,8 @@ inline uint64_t fingerprint(const IndexerConfig& c) {
                             c.max_logits_mb,       c.num_compute_units,
                             c.dcp_world_size,      c.pcp_world_size,
                             c.max_num_seqs,        c.max_num_batched_tokens,
-                            c.max_blocks_per_seq};
+                            c.max_blocks_per_seq,  static_cast<int64_t>(c.contract),
+                            c.decode_parallel_units, c.prefill_parallel_units};
   uint64_t h = 0xcbf29ce484222325u;
   for (const int64_t field : fields) {
     for (int byte = 0; byte < 8; ++byte) {
@@ -138,6 +155,59 @@ inline uint64_t fingerprint(const IndexerConfig& c) {
     }
   }
   return h == 0 ? 1 : h;
+}
+
+// flydsl_fp4's demands on the cache: FlyDSL's kernels tile a page in
+// 16-token MFMA tiles and a chunk of kBlockK keys in whole pages.
+inline void check_flydsl_fp4(const IndexerConfig& c, int32_t page_entries) {
+  if (page_entries % 16 != 0 || flydsl_fp4::kBlockK % page_entries != 0) {
+    throw ConfigError(fmt::format(
+        "contract=flydsl_fp4 needs pages (block_size / compress_ratio = {} / {} = {} entries) of a multiple of 16 "
+        "entries that divides FlyDSL's {}-key chunk",
+        c.block_size, c.compress_ratio, page_entries, flydsl_fp4::kBlockK));
+  }
+}
+
+// flydsl_fp4's grids at their largest: a decode of up to `rows` rows (or
+// rows / next_n native sequences, at compression 1), and a step's prefill
+// chunks, each of max(base, its rows) CTAs. A chunk has a row, and the
+// split cuts a group of requests into chunks of at least the rows of the
+// widest logits' budget, so chunks are at most requests + tokens / those.
+inline void size_flydsl_fp4(const IndexerConfig& c, int32_t rows, int32_t native_next_n, int32_t logits_width,
+                            int64_t max_logits_bytes, int32_t& decode_ctas, int64_t& prefill_words,
+                            int32_t& max_chunks) {
+  const int32_t s_max = flydsl_fp4::chunks_cap(logits_width, flydsl_fp4::kBlockK);
+  int64_t ctas = flydsl_fp4::decode_ctas(rows, 1, s_max, c.decode_parallel_units);
+  if (c.compress_ratio == 1 && native_next_n > 1) {
+    ctas = std::max(ctas, flydsl_fp4::decode_ctas(rows / native_next_n, native_next_n, s_max, c.decode_parallel_units));
+  }
+  if (c.decode_parallel_units > 0) {
+    if (c.decode_parallel_units < rows) {
+      throw ConfigError(fmt::format(
+          "decode_parallel_units={} is below the {} decode rows a step may have (max_num_seqs x decode rows, "
+          "within max_num_batched_tokens): a grid needs a CTA a row",
+          c.decode_parallel_units, rows));
+    }
+    if (c.compress_ratio == 1 && c.decode_parallel_units % native_next_n != 0) {
+      throw ConfigError(fmt::format(
+          "decode_parallel_units={} is not a multiple of next_n={}, which native decodes run at",
+          c.decode_parallel_units, native_next_n));
+    }
+  }
+  const int64_t tokens = c.max_num_batched_tokens;
+  const int64_t rows_a_chunk = std::max<int64_t>(1, max_logits_bytes / (4 * int64_t{std::max(logits_width, 1)}));
+  const int64_t chunks = std::min<int64_t>(tokens, int64_t{c.max_num_seqs} + tokens / rows_a_chunk);
+  const int64_t base = c.prefill_parallel_units > 0 ? c.prefill_parallel_units : flydsl_fp4::kPrefillBaseCtas;
+  const int64_t words = flydsl_fp4::kPrefillWords * (chunks * base + tokens);
+  if (words > kMaxBufferWords || int64_t{flydsl_fp4::kDecodeWords} * ctas > kMaxBufferWords) {
+    throw ConfigError(fmt::format(
+        "flydsl_fp4's schedules would need {} decode CTAs and {} prefill words ({} chunks of at least "
+        "prefill_parallel_units={} CTAs), past the {} words a step buffer may hold",
+        ctas, words, chunks, base, kMaxBufferWords));
+  }
+  decode_ctas = static_cast<int32_t>(ctas);
+  prefill_words = words;
+  max_chunks = static_cast<int32_t>(chunks);
 }
 
 }  // namespace detail
@@ -172,6 +242,18 @@ inline Geometry make_geometry(const IndexerConfig& c) {
         "candidate_block_size, candidate_topk_blocks and max_blocks_per_seq must be >= 0, got "
         "{}, {} and {}",
         c.candidate_block_size, c.candidate_topk_blocks, c.max_blocks_per_seq));
+  }
+  if (c.decode_parallel_units < 0 || c.prefill_parallel_units < 0) {
+    throw ConfigError(fmt::format("decode_parallel_units and prefill_parallel_units must be >= 0, got {} and {}",
+                                  c.decode_parallel_units, c.prefill_parallel_units));
+  }
+  if (c.contract != Contract::flydsl_fp4 && (c.decode_parallel_units > 0 || c.prefill_parallel_units > 0)) {
+    throw ConfigError(fmt::format(
+        "decode_parallel_units={} and prefill_parallel_units={} size flydsl_fp4's grids; contract={} has none",
+        c.decode_parallel_units, c.prefill_parallel_units, contract_name(c.contract)));
+  }
+  if (c.contract != Contract::gluon_mxfp4 && c.contract != Contract::flydsl_fp4) {
+    throw ConfigError(fmt::format("contract={} names no contract", static_cast<int32_t>(c.contract)));
   }
   if (c.block_size % c.compress_ratio != 0) {
     throw ConfigError(fmt::format("block_size={} is not a multiple of compress_ratio={}",
@@ -225,13 +307,19 @@ inline Geometry make_geometry(const IndexerConfig& c) {
         g.logits_width_));
   }
   g.max_logits_bytes_ = c.max_logits_mb << 20;
-  const int64_t pages = (int64_t{c.max_model_len} + c.block_size - 1) / c.block_size;
+  if (c.contract == Contract::flydsl_fp4) detail::check_flydsl_fp4(c, g.page_entries_);
+  // The columns a row reads at most: its pages, or under flydsl_fp4 those
+  // of its last chunk of kBlockK keys and the next (flydsl_fp4.hpp).
+  const int64_t pages = c.contract == Contract::flydsl_fp4
+                            ? flydsl_fp4::table_cols(g.logits_width_, g.page_entries_)
+                            : (int64_t{c.max_model_len} + c.block_size - 1) / c.block_size;
   g.max_blocks_per_seq_ = c.max_blocks_per_seq > 0 ? c.max_blocks_per_seq
                                                   : static_cast<int32_t>(pages);
   if (c.max_blocks_per_seq > 0 && c.max_blocks_per_seq < pages) {
     throw ConfigError(fmt::format(
-        "max_blocks_per_seq={} cannot hold max_model_len={} in {}-token blocks ({} needed)",
-        c.max_blocks_per_seq, c.max_model_len, c.block_size, pages));
+        "max_blocks_per_seq={} cannot hold max_model_len={} in {}-token blocks ({} needed{})",
+        c.max_blocks_per_seq, c.max_model_len, c.block_size, pages,
+        c.contract == Contract::flydsl_fp4 ? ", with the chunk FlyDSL reads ahead" : ""));
   }
   // Every decode has at most decode_threshold rows, padding requests included.
   g.max_decode_rows_ = static_cast<int32_t>(std::min<int64_t>(
@@ -286,8 +374,25 @@ inline Geometry make_geometry(const IndexerConfig& c) {
         c.num_compute_units, wgs, kMaxScheduleUnits));
   }
   g.schedule_words_ = kDescriptorWords * std::max(kMaxScheduleSlots, static_cast<int32_t>(wgs));
+  if (c.contract == Contract::flydsl_fp4) {
+    detail::size_flydsl_fp4(g.config_, g.max_decode_rows_, g.native_next_n_, g.logits_width_, g.max_logits_bytes_,
+                            g.fp4_decode_ctas_, g.fp4_prefill_words_, g.fp4_max_chunks_);
+    g.schedule_words_ = flydsl_fp4::kDecodeWords * g.fp4_decode_ctas_;
+  }
   g.fingerprint_ = detail::fingerprint(c);
   return g;
+}
+
+// Block-table columns the contract's launches read in the row of a request
+// of up to `seq_len` tokens, at most max_blocks_per_seq: the pages of its
+// length, or under flydsl_fp4 those of its chunks and the chunk after
+// (flydsl_fp4::table_cols).
+inline int32_t block_cols_read(const Geometry& g, int64_t seq_len) {
+  const int64_t len = seq_len > 0 ? seq_len : 0;
+  const int64_t cols = g.contract() == Contract::flydsl_fp4
+                           ? flydsl_fp4::table_cols(len / g.config().compress_ratio, g.page_entries())
+                           : (len + g.config().block_size - 1) / g.config().block_size;
+  return static_cast<int32_t>(std::min<int64_t>(cols, g.max_blocks_per_seq()));
 }
 
 }  // namespace idxplan

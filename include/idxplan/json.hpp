@@ -114,6 +114,13 @@ inline IndexerConfig config_from_json(const nlohmann::json& j) {
     else if (key == "max_num_seqs") integer(c.max_num_seqs);
     else if (key == "max_num_batched_tokens") integer(c.max_num_batched_tokens);
     else if (key == "max_blocks_per_seq") integer(c.max_blocks_per_seq);
+    else if (key == "decode_parallel_units") integer(c.decode_parallel_units);
+    else if (key == "prefill_parallel_units") integer(c.prefill_parallel_units);
+    else if (key == "contract") {
+      if (!value.is_string() || !contract_from_name(value.get<std::string>(), c.contract)) {
+        throw ConfigError(fmt::format("{} must be \"gluon_mxfp4\" or \"flydsl_fp4\", got {}", where, value.dump()));
+      }
+    }
     else throw ConfigError(fmt::format("config has an unknown key \"{}\"", key));
   }
   return c;
@@ -137,7 +144,10 @@ inline nlohmann::json config_to_json(const IndexerConfig& c) {
           {"pcp_world_size", c.pcp_world_size},
           {"max_num_seqs", c.max_num_seqs},
           {"max_num_batched_tokens", c.max_num_batched_tokens},
-          {"max_blocks_per_seq", c.max_blocks_per_seq}};
+          {"max_blocks_per_seq", c.max_blocks_per_seq},
+          {"contract", std::string(contract_name(c.contract))},
+          {"decode_parallel_units", c.decode_parallel_units},
+          {"prefill_parallel_units", c.prefill_parallel_units}};
 }
 
 // Reads docs/cli.md's input, {"config": {...}, "step": {...}}; throws

@@ -51,6 +51,9 @@ py::dict config_dict(const IndexerConfig& c) {
   d["max_num_seqs"] = c.max_num_seqs;
   d["max_num_batched_tokens"] = c.max_num_batched_tokens;
   d["max_blocks_per_seq"] = c.max_blocks_per_seq;
+  d["contract"] = std::string(contract_name(c.contract));
+  d["decode_parallel_units"] = c.decode_parallel_units;
+  d["prefill_parallel_units"] = c.prefill_parallel_units;
   return d;
 }
 

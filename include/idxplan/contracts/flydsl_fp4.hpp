@@ -153,6 +153,31 @@ inline int32_t chunks_cap(int64_t max_seq_len, int64_t block_k) {
   return static_cast<int32_t>(std::clamp<int64_t>(q, 1, std::numeric_limits<int32_t>::max()));
 }
 
+// The CTAs of a step's decode grid of `batches` batches of next_n rows:
+// `fixed` where the engine sets it (decode_parallel_units), else sglang's
+// rule for the batches, times next_n (a multiple of it, as aiter requires).
+inline int64_t decode_ctas(int64_t batches, int32_t next_n, int32_t s_max, int32_t fixed) {
+  if (fixed > 0) return fixed;
+  return int64_t{next_n} * std::min<int64_t>(batches * s_max, std::max<int64_t>(kDecodeBaseCtas, kDecodeCtasPerRow * batches));
+}
+
+// The CTAs of a prefill chunk of `rows` rows: max(base, rows), base the
+// engine's (prefill_parallel_units) or sglang's 1024.
+inline int64_t prefill_ctas(int64_t rows, int32_t base) {
+  return std::max<int64_t>(base > 0 ? base : kPrefillBaseCtas, rows);
+}
+
+// Block-table columns FlyDSL's kernels read for a row of up to `keys` keys,
+// in pages of `page_entries`: a CTA loads the page ids of the chunk after
+// the one it scores, so a row's last CTA reads the pages of one chunk past
+// its keys, and an idle CTA ([.., 0, 1, ..]) those of chunks 0 and 1 of
+// batch 0. The engine's table holds them (valid page ids: the kernels load
+// keys from them, then mask), and so do decode_block_table's rows.
+inline int64_t table_cols(int64_t keys, int32_t page_entries) {
+  const int64_t chunks = keys <= 0 ? 0 : (keys + kBlockK - 1) / kBlockK;
+  return (std::max<int64_t>(chunks, 1) + 1) * (kBlockK / page_entries);
+}
+
 // A decode schedule's shape: aiter's compute_varctx_schedule arguments,
 // checked. `slots` = P / next_n splits, each next_n CTAs.
 struct VarctxShape {

@@ -153,6 +153,45 @@ StepCheck check_step(const Geometry& g, const Qsl& query_start_loc,
                    static_cast<int32_t>(first_other)};
 }
 
+namespace detail {
+
+// flydsl_fp4's decode grid for `batches` batches of next_n rows: the
+// consumer's logits rows are the geometry's width, so the grid's size
+// depends on the step's rows alone (a graph replays it).
+inline GridShape fp4_decode_grid(const Geometry& g, int32_t batches, int32_t next_n) {
+  GridShape s;
+  s.batches = batches;
+  s.next_n = next_n;
+  s.block_k = flydsl_fp4::kBlockK;
+  s.max_seq_len = g.logits_width();
+  s.s_max = flydsl_fp4::chunks_cap(s.max_seq_len, s.block_k);
+  s.ctas = static_cast<int32_t>(flydsl_fp4::decode_ctas(batches, next_n, s.s_max, g.config().decode_parallel_units));
+  s.safe = 0;
+  return s;
+}
+
+// flydsl_fp4's grid of each prefill chunk, max(base, its rows) CTAs over
+// its rows, their logits its width; their cta_info one after the other, and
+// chunk k's `safe` word 1 + k. Returns the words.
+inline int64_t plan_fp4_prefill_grids(const Geometry& g, std::vector<PrefillPlan>& chunks) {
+  int64_t words = 0;
+  int32_t k = 0;
+  for (PrefillPlan& c : chunks) {
+    GridShape& s = c.grid;
+    s.batches = c.token_end - c.token_start;
+    s.block_k = flydsl_fp4::kBlockK;
+    s.max_seq_len = c.width;
+    s.s_max = flydsl_fp4::chunks_cap(c.width, s.block_k);
+    s.ctas = static_cast<int32_t>(flydsl_fp4::prefill_ctas(s.batches, g.config().prefill_parallel_units));
+    s.safe = 1 + k++;
+    s.words = words;
+    words += int64_t{flydsl_fp4::kPrefillWords} * s.ctas;
+  }
+  return words;
+}
+
+}  // namespace detail
+
 // Plans one step into `plan`, reusing its arrays. `query_start_loc` has
 // num_reqs + 1 entries and `seq_lens_upper_bound` num_reqs (any ranges of
 // integers); `num_tokens` counts graph padding past query_start_loc's end.
@@ -166,6 +205,7 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
   const BatchSplit& split = checked.split;
   const int32_t num_reqs = static_cast<int32_t>(seq_lens_upper_bound.size());
   const int32_t ratio = g.config().compress_ratio;
+  const bool fp4 = g.contract() == Contract::flydsl_fp4;
   // A no-op once the plan is warm (reserve() makes it warm for every step).
   detail::reserve(plan, PlanCapacity::of(split.num_prefill_tokens, num_reqs));
 
@@ -176,6 +216,8 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
   plan.max_seq_len = checked.max_seq_len;
   plan.decode = DecodePlan{};
   plan.num_prefill_query_start_loc_words = 0;
+  plan.num_prefill_schedule_words = 0;
+  plan.num_schedule_safe_words = 0;
   plan.splits.clear();
   plan.prefill.clear();
   plan.pieces.clear();
@@ -201,17 +243,26 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
       }
     }
     d.max_seq_len = static_cast<int32_t>(longest);
-    d.num_block_cols = static_cast<int32_t>(
-        std::min<int64_t>(g.max_blocks_per_seq(), detail::ceil_div(longest, g.config().block_size)));
+    d.num_block_cols = static_cast<int32_t>(std::min<int64_t>(g.max_blocks_per_seq(), block_cols_read(g, longest)));
     d.use_gather = g.decode_gathers(plan.max_seq_len / ratio);
-    // 5.3 and 5.4: native sequences, and the schedule's shape.
-    d.native = native_decode_from(query_start_loc, split.num_decodes, d.num_rows, g.native_next_n(),
-                                  checked.first_other);
+    // 5.3 and 5.4: native sequences, and the schedule's shape. FlyDSL's
+    // decode kernel masks a native sequence's rows one key apart, which
+    // its rows are only at compression 1: elsewhere they run flattened.
+    if (!fp4 || ratio == 1) {
+      d.native = native_decode_from(query_start_loc, split.num_decodes, d.num_rows, g.native_next_n(),
+                                    checked.first_other);
+    }
     d.rows_are_requests =
         !d.native.present() && rows_are_requests(query_start_loc, split.num_decodes, d.num_rows);
-    d.schedule = d.native.present()
-                     ? schedule_shape(g, d.native.num_seqs, d.native.next_n, true)
-                     : schedule_shape(g, d.num_rows, 1, false);
+    if (fp4) {
+      d.grid = d.native.present() ? detail::fp4_decode_grid(g, d.native.num_seqs, d.native.next_n)
+                                  : detail::fp4_decode_grid(g, d.num_rows, 1);
+      plan.num_schedule_safe_words = 1;
+    } else {
+      d.schedule = d.native.present()
+                       ? schedule_shape(g, d.native.num_seqs, d.native.next_n, true)
+                       : schedule_shape(g, d.num_rows, 1, false);
+    }
   }
 
   if (split.num_prefills > 0) {
@@ -228,6 +279,10 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
     plan.num_prefill_query_start_loc_words = plan_prefill_chunks(
         plan.splits, query_start_loc, seq_lens_upper_bound, g, plan.prefill, plan.pieces);
     pack_chunk_groups(plan.prefill, plan.chunk_groups);
+    if (fp4) plan.num_prefill_schedule_words = detail::plan_fp4_prefill_grids(g, plan.prefill);
+    if (fp4 && !plan.prefill.empty()) {
+      plan.num_schedule_safe_words = 1 + static_cast<int32_t>(plan.prefill.size());
+    }
     // 5.8: the candidate consumers' launches.
     if (g.num_candidate_cols() > 0) {
       plan_gather_launches(plan.prefill, plan.pieces, g.gather_rows(), plan.gather_launches);

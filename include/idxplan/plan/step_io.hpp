@@ -81,7 +81,13 @@ struct StepOutputs {
                                          // t at t - num_decode_tokens
   OutputBuffer prefill_block_ends;       // [prefill tokens] candidate blocks
   OutputBuffer prefill_query_start_loc;  // [packed words] each chunk's local offsets
-  OutputBuffer decode_schedule;          // [4 * num_ctas] descriptors
+  OutputBuffer decode_schedule;          // [4 * num_ctas] descriptors (gluon_mxfp4), or the
+                                         // decode grid's cta_info (flydsl_fp4)
+  // flydsl_fp4 only (null otherwise): each prefill chunk's cta_info, one
+  // after the other (PrefillPlan::grid), and every grid's `safe`: word 0
+  // the decode grid's, word 1 + k chunk k's.
+  OutputBuffer prefill_schedule;         // [6 * the chunks' CTAs]
+  OutputBuffer schedule_safe;            // [1 + prefill chunks]
   // Optional (null: not written): each prefill row's keys as vLLM's base
   // builder bounds them (its cu_seqlen_ks and cu_seqlen_ke), the row's
   // request's keys laid after those of its chunk's requests before it: the
@@ -104,6 +110,8 @@ struct StepBufferSizes {
   int64_t prefill_rows = 0;         // prefill_row_ends and prefill_block_ends
   int64_t prefill_query_start_loc = 0;
   int64_t decode_schedule = 0;
+  int64_t prefill_schedule = 0;     // flydsl_fp4 only
+  int64_t schedule_safe = 0;        // flydsl_fp4 only
 };
 
 inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
@@ -118,6 +126,10 @@ inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
   // requests + 2 * prefill tokens.
   s.prefill_query_start_loc = int64_t{g.config().max_num_seqs} + 2 * int64_t{s.prefill_rows};
   s.decode_schedule = g.schedule_words();
+  if (g.contract() == Contract::flydsl_fp4) {
+    s.prefill_schedule = g.fp4_prefill_words();
+    s.schedule_safe = 1 + int64_t{g.fp4_max_chunks()};
+  }
   return s;
 }
 
@@ -127,7 +139,7 @@ inline StepBufferSizes step_buffer_sizes(const Geometry& g) {
 struct HostStepBuffers {
   std::vector<int32_t> context_lens, decode_row_lens, decode_block_ends, decode_block_table,
       prefill_row_ends, prefill_block_ends, prefill_query_start_loc, decode_schedule, prefill_key_starts,
-      prefill_key_ends;
+      prefill_key_ends, prefill_schedule, schedule_safe;
   int32_t decode_block_table_stride = 0;
 
   HostStepBuffers(const StepBufferSizes& sizes, int32_t table_stride, int32_t fill = 0)
@@ -141,6 +153,8 @@ struct HostStepBuffers {
         decode_schedule(words(sizes.decode_schedule, fill)),
         prefill_key_starts(words(sizes.prefill_rows, fill)),
         prefill_key_ends(words(sizes.prefill_rows, fill)),
+        prefill_schedule(words(sizes.prefill_schedule, fill)),
+        schedule_safe(words(sizes.schedule_safe, fill)),
         decode_block_table_stride(table_stride) {}
   // The geometry's buffers: enough for any of its steps.
   explicit HostStepBuffers(const Geometry& g, int32_t fill = 0)
@@ -158,6 +172,8 @@ struct HostStepBuffers {
     out.prefill_block_ends = buffer(prefill_block_ends);
     out.prefill_query_start_loc = buffer(prefill_query_start_loc);
     out.decode_schedule = buffer(decode_schedule);
+    if (!prefill_schedule.empty()) out.prefill_schedule = buffer(prefill_schedule);
+    if (!schedule_safe.empty()) out.schedule_safe = buffer(schedule_safe);
     if (key_bounds) {
       out.prefill_key_starts = buffer(prefill_key_starts);
       out.prefill_key_ends = buffer(prefill_key_ends);
@@ -201,15 +217,19 @@ inline StepBufferSizes step_buffer_sizes(const StepPlan& plan,
   }
   s.prefill_rows = plan.num_prefill_tokens;
   s.prefill_query_start_loc = plan.num_prefill_query_start_loc_words;
-  s.decode_schedule = int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas;
+  s.decode_schedule = plan.decode.grid.present()
+                          ? int64_t{flydsl_fp4::kDecodeWords} * plan.decode.grid.ctas
+                          : int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas;
+  s.prefill_schedule = plan.num_prefill_schedule_words;
+  s.schedule_safe = plan.num_schedule_safe_words;
   return s;
 }
 
 // Columns of the engine's block table the step's launches read: the pages
-// of its longest upper bound. The engine's rows must hold them.
+// of its longest upper bound (under flydsl_fp4, of its chunks and one
+// more: block_cols_read). The engine's rows must hold them.
 inline int32_t block_table_cols_read(const Geometry& g, const StepPlan& plan) {
-  const int64_t pages = detail::ceil_div(plan.max_seq_len, g.config().block_size);
-  return static_cast<int32_t>(std::min<int64_t>(pages, g.max_blocks_per_seq()));
+  return block_cols_read(g, plan.max_seq_len);
 }
 
 // Throws StepError unless `plan` was made with `g` (or an equal geometry).
@@ -315,9 +335,12 @@ inline void check_step_buffers(const Geometry& g, const StepPlan& plan, const St
   }
   detail::require_output("prefill_query_start_loc", out.prefill_query_start_loc,
                          plan.num_prefill_query_start_loc_words, "each chunk's packed offsets");
-  detail::require_output("decode_schedule", out.decode_schedule,
-                         int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas,
-                         "4 words a schedule slot");
+  const StepBufferSizes written = step_buffer_sizes(plan);
+  detail::require_output("decode_schedule", out.decode_schedule, written.decode_schedule, "4 words a schedule slot");
+  detail::require_output("prefill_schedule", out.prefill_schedule, written.prefill_schedule,
+                         "6 words a CTA of each prefill chunk's grid");
+  detail::require_output("schedule_safe", out.schedule_safe, written.schedule_safe,
+                         "a word a grid: the decode grid's, then each prefill chunk's");
   if (out.prefill_key_starts.data != nullptr || out.prefill_key_ends.data != nullptr) {
     detail::require_output("prefill_key_starts", out.prefill_key_starts, prefill_rows,
                            "a key start a prefill row (prefill_key_ends is given)");
@@ -377,6 +400,11 @@ inline void check_step_outputs(const Geometry& g, const StepOutputs& out) {
   require("prefill_query_start_loc", out.prefill_query_start_loc, s.prefill_query_start_loc,
           "max_num_seqs + 2 * max_num_batched_tokens");
   require("decode_schedule", out.decode_schedule, s.decode_schedule, "the schedule's most slots");
+  if (g.contract() == Contract::flydsl_fp4) {
+    require("prefill_schedule", out.prefill_schedule, s.prefill_schedule,
+            "every prefill chunk's CTAs, at most, 6 words each");
+    require("schedule_safe", out.schedule_safe, s.schedule_safe, "1 + the most prefill chunks");
+  }
 }
 
 }  // namespace idxplan

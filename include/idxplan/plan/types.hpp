@@ -39,6 +39,25 @@ struct RequestRows {
   constexpr auto tie() const { return std::tie(first_row, end_row, request); }
 };
 
+// A FlyDSL persistent grid (contracts/flydsl_fp4.hpp, the flydsl_fp4
+// contract): `ctas` CTAs over `batches` batches of `next_n` rows, chunks of
+// `block_k` keys, at most `s_max` a CTA where they fit; its cta_info starts
+// at word `words` of its buffer, its `safe` is word `safe` of
+// schedule_safe. ctas == 0: none.
+struct GridShape {
+  int32_t batches = 0;
+  int32_t next_n = 1;
+  int32_t ctas = 0;
+  int32_t block_k = 0;
+  int32_t s_max = 1;        // ceil(max_seq_len / block_k), at least 1
+  int32_t max_seq_len = 0;  // keys: the logits row the consumer is launched with
+  int32_t safe = 0;
+  int64_t words = 0;
+
+  IDXPLAN_HD constexpr bool present() const { return ctas > 0; }
+  constexpr auto tie() const { return std::tie(batches, next_n, ctas, block_k, s_max, max_seq_len, safe, words); }
+};
+
 // One dense prefill launch: a chunk and how the kernel runs it.
 struct PrefillPlan {
   int32_t token_start = 0;    // first step token of the chunk
@@ -54,10 +73,11 @@ struct PrefillPlan {
   int32_t max_seq_len = 0;    // tokens: the longest host upper bound of the chunk's
                               // requests (width * C up to C - 1); the device clamps
                               // their lengths to it
+  GridShape grid{};           // flydsl_fp4: the chunk's rows' schedule
 
   constexpr auto tie() const {
     return std::tie(token_start, token_end, first_request, num_reqs, width, first_piece, num_pieces,
-                    query_start_loc_offset, use_gather, max_seq_len);
+                    query_start_loc_offset, use_gather, max_seq_len, grid);
   }
 };
 
@@ -134,7 +154,8 @@ struct DecodePlan {
                                    // then requests with none): rows read the engine's
                                    // block table in place
   NativeDecode native{};
-  ScheduleShape schedule{};
+  ScheduleShape schedule{};  // gluon_mxfp4's decode schedule
+  GridShape grid{};          // flydsl_fp4's
 
   // Flattened rows that are not each their own request's. Only such a step's
   // decode launches need decode_block_table: a native step's sequences and
@@ -143,7 +164,7 @@ struct DecodePlan {
 
   constexpr auto tie() const {
     return std::tie(num_rows, num_real_rows, max_seq_len, num_block_cols, use_gather,
-                    rows_are_requests, native, schedule);
+                    rows_are_requests, native, schedule, grid);
   }
 };
 
@@ -178,6 +199,7 @@ IDXPLAN_CHECK_POD(ChunkGroup);
 IDXPLAN_CHECK_POD(GatherLaunch);
 IDXPLAN_CHECK_POD(NativeDecode);
 IDXPLAN_CHECK_POD(ScheduleShape);
+IDXPLAN_CHECK_POD(GridShape);
 IDXPLAN_CHECK_POD(DecodePlan);
 #undef IDXPLAN_CHECK_POD
 
@@ -215,6 +237,8 @@ struct StepPlan {
   int32_t num_prefill_tokens = 0;
   int32_t max_seq_len = 0;  // max host upper bound over the step's requests
   int32_t num_prefill_query_start_loc_words = 0;  // words of prefill_query_start_loc used
+  int64_t num_prefill_schedule_words = 0;  // flydsl_fp4: words of prefill_schedule used
+  int32_t num_schedule_safe_words = 0;     // flydsl_fp4: words of schedule_safe used
   DecodePlan decode{};
   std::vector<ChunkSplit> splits;            // the prefill split, zero-context chunks included
   std::vector<PrefillPlan> prefill;          // the chunks launched, in token order
@@ -229,8 +253,9 @@ struct StepPlan {
 
   auto tie() const {
     return std::tie(geometry, num_reqs, num_tokens, num_decodes, num_decode_tokens, num_prefills,
-                    num_prefill_tokens, max_seq_len, num_prefill_query_start_loc_words, decode,
-                    splits, prefill, pieces, chunk_groups, gather_launches);
+                    num_prefill_tokens, max_seq_len, num_prefill_query_start_loc_words,
+                    num_prefill_schedule_words, num_schedule_safe_words, decode, splits, prefill, pieces,
+                    chunk_groups, gather_launches);
   }
 };
 
@@ -268,10 +293,21 @@ struct fmt::formatter<idxplan::PrefillPlan> : idxplan::detail::PlanFormatterBase
   auto format(const idxplan::PrefillPlan& p, Ctx& ctx) const {
     return fmt::format_to(ctx.out(),
                           "PrefillPlan{{tokens=[{}, {}), first_request={}, num_reqs={}, width={}, "
-                          "pieces=[{}, +{}), qsl_offset={}, use_gather={}, max_seq_len={}}}",
+                          "pieces=[{}, +{}), qsl_offset={}, use_gather={}, max_seq_len={}, grid={}}}",
                           p.token_start, p.token_end, p.first_request, p.num_reqs, p.width,
                           p.first_piece, p.num_pieces, p.query_start_loc_offset, p.use_gather,
-                          p.max_seq_len);
+                          p.max_seq_len, p.grid);
+  }
+};
+
+template <>
+struct fmt::formatter<idxplan::GridShape> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::GridShape& s, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(),
+                          "GridShape{{batches={}, next_n={}, ctas={}, block_k={}, s_max={}, max_seq_len={}, "
+                          "safe={}, words={}}}",
+                          s.batches, s.next_n, s.ctas, s.block_k, s.s_max, s.max_seq_len, s.safe, s.words);
   }
 };
 
@@ -324,9 +360,9 @@ struct fmt::formatter<idxplan::DecodePlan> : idxplan::detail::PlanFormatterBase 
     return fmt::format_to(ctx.out(),
                           "DecodePlan{{num_rows={}, num_real_rows={}, max_seq_len={}, "
                           "num_block_cols={}, use_gather={}, rows_are_requests={}, native={}, "
-                          "schedule={}}}",
+                          "schedule={}, grid={}}}",
                           d.num_rows, d.num_real_rows, d.max_seq_len, d.num_block_cols,
-                          d.use_gather, d.rows_are_requests, d.native, d.schedule);
+                          d.use_gather, d.rows_are_requests, d.native, d.schedule, d.grid);
   }
 };
 
@@ -336,12 +372,14 @@ struct fmt::formatter<idxplan::StepPlan> : idxplan::detail::PlanFormatterBase {
   auto format(const idxplan::StepPlan& p, Ctx& ctx) const {
     return fmt::format_to(ctx.out(),
                           "StepPlan{{geometry={:#x}, num_reqs={}, num_tokens={}, decodes={} ({} tokens), "
-                          "prefills={} ({} tokens), max_seq_len={}, qsl_words={}, decode={}, "
+                          "prefills={} ({} tokens), max_seq_len={}, qsl_words={}, fp4_words={}, "
+                          "safe_words={}, decode={}, "
                           "splits=[{}], prefill=[{}], pieces=[{}], chunk_groups=[{}], "
                           "gather_launches=[{}]}}",
                           p.geometry, p.num_reqs, p.num_tokens, p.num_decodes, p.num_decode_tokens,
                           p.num_prefills, p.num_prefill_tokens, p.max_seq_len,
-                          p.num_prefill_query_start_loc_words, p.decode, fmt::join(p.splits, ", "),
+                          p.num_prefill_query_start_loc_words, p.num_prefill_schedule_words,
+                          p.num_schedule_safe_words, p.decode, fmt::join(p.splits, ", "),
                           fmt::join(p.prefill, ", "), fmt::join(p.pieces, ", "),
                           fmt::join(p.chunk_groups, ", "), fmt::join(p.gather_launches, ", "));
   }

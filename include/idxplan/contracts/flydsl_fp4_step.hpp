@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// SPDX-FileCopyrightText: Copyright idxplan contributors
+#pragma once
+
+// The flydsl_fp4 contract in a step: the grids' rows as a launch reads them
+// (StepArgs), for the CPU fill (fill_launch_schedules, below) and for the
+// prepare kernel (device/prepare_step.hpp, through flydsl_fp4_device.hpp's
+// writer), the same functions on both.
+//
+// The decode grid's batches are the step's decode rows, each its own
+// context (decode_row_lens), with next_n 1, or at compression 1 its native
+// sequences, each its request's context. A prefill chunk's grid has a batch
+// a row: its request, counted from the chunk's first (the launch view's
+// block table starts there), a window from key 0 to its row end.
+
+#include <cstdint>
+
+#include "idxplan/contracts/flydsl_fp4.hpp"
+#include "idxplan/host_device.hpp"
+#include "idxplan/plan/prefill.hpp"
+#include "idxplan/plan/step_args.hpp"
+
+namespace idxplan::flydsl_fp4 {
+
+// The decode grid's batches and rows a batch: the native sequences, or the rows.
+IDXPLAN_HD int32_t decode_batches(const StepArgs& a) { return a.native_next_n > 0 ? a.num_decodes : a.num_decode_rows; }
+IDXPLAN_HD int32_t decode_next_n(const StepArgs& a) { return a.native_next_n > 0 ? a.native_next_n : 1; }
+
+// Keys of decode batch i.
+struct DecodeRows {
+  const StepArgs* a;
+  IDXPLAN_HD int32_t keys(int32_t i) const {
+    return a->native_next_n > 0 ? a->by_compress_ratio.divide(decode_seq_len_at(*a, i)) : decode_row_len_at(*a, i);
+  }
+};
+
+struct DecodeStore {
+  const StepArgs* a;
+  IDXPLAN_HD void operator()(int32_t slot, const Split& split) const {
+    store_decode_slot(a->out.decode_schedule.data, slot, decode_next_n(*a), split,
+                      split.row >= 0 ? DecodeRows{a}.keys(split.row) : 0);
+  }
+};
+
+// One prefill chunk of a launch: its group, its tokens and its grid.
+struct LaunchChunk {
+  const ChunkGroup* group = nullptr;
+  int32_t token_start = 0;
+  int32_t token_end = 0;
+  int32_t index = 0;  // the step's chunk: its `safe` is word 1 + index
+  int32_t ctas = 0;
+  int32_t s_max = 1;
+  int32_t words = 0;  // its cta_info's first word in prefill_schedule
+};
+
+// Calls f(chunk) for the launch's chunks in order, until f returns false:
+// group by group, each cut into chunks of slice_rows rows (the last the rest).
+template <class F>
+IDXPLAN_HD void for_each_chunk(const StepArgs& a, const ChunkGroup* groups, const F& f) {
+  if (a.fp4_prefill_base <= 0) return;
+  LaunchChunk c;
+  c.index = a.fp4_first_chunk;
+  c.words = a.fp4_first_word;
+  for (int32_t k = 0; k < a.num_groups; ++k) {
+    const ChunkGroup& g = groups[k];
+    c.group = &g;
+    const int32_t width = a.by_compress_ratio.divide(g.max_seq_len);  // the chunks' logits columns
+    c.s_max = width > 0 ? chunks_of(width, kBlockK) : 1;
+    for (int32_t t = g.token_start; t < g.token_end; t += g.slice_rows) {
+      c.token_start = t;
+      c.token_end = g.token_end - t < g.slice_rows ? g.token_end : t + g.slice_rows;
+      const int32_t rows = c.token_end - c.token_start;
+      c.ctas = rows > a.fp4_prefill_base ? rows : a.fp4_prefill_base;
+      if (!f(c)) return;
+      c.words += kPrefillWords * c.ctas;
+      ++c.index;
+    }
+  }
+}
+
+// Keys of row j of a chunk: the row end of its token.
+struct ChunkRows {
+  const StepArgs* a;
+  const ChunkGroup* groups;
+  int32_t first_token;
+  IDXPLAN_HD int32_t keys(int32_t j) const { return prefill_row_end_at(*a, groups, first_token + j); }
+};
+
+struct ChunkStore {
+  const StepArgs* a;
+  const ChunkGroup* groups;
+  const ChunkGroup* group;
+  int32_t first_token;
+  int32_t* cta_info;
+  IDXPLAN_HD void operator()(int32_t slot, const Split& split) const {
+    int32_t batch = 0;
+    int32_t end = 0;
+    if (split.row >= 0) {
+      const int32_t t = first_token + split.row;
+      const int32_t first = group->first_request;
+      batch = find_request(a->in.query_start_loc, first, first + group->num_reqs, t) - first;
+      end = prefill_row_end_at(*a, groups, t);
+    }
+    store_prefill_slot(cta_info, slot, split, batch, 0, end);
+  }
+};
+
+// The CPU fill of launch `a`'s grids: the decode grid's (its first launch)
+// and its chunks'. `a`'s pointers are host memory; check_step_buffers ran.
+inline void fill_launch_schedules(const StepArgs& a) {
+  if (a.writes_decode && a.fp4_decode_ctas > 0) {
+    const DecodeRows rows{&a};
+    const auto chunks = [&](int32_t i) { return chunks_of(rows.keys(i), kBlockK); };
+    const int32_t slots = a.fp4_decode_ctas / decode_next_n(a);
+    const int32_t safe = safe_chunks(decode_batches(a), chunks, slots, a.fp4_decode_s_max);
+    a.out.schedule_safe.data[0] = safe;
+    assign_slots(decode_batches(a), chunks, safe, slots, DecodeStore{&a});
+  }
+  for_each_chunk(a, a.groups, [&](const LaunchChunk& c) {
+    const ChunkRows rows{&a, a.groups, c.token_start};
+    const auto chunks = [&](int32_t j) { return chunks_of(rows.keys(j), kBlockK); };
+    const int32_t n = c.token_end - c.token_start;
+    const int32_t safe = safe_chunks(n, chunks, c.ctas, c.s_max);
+    a.out.schedule_safe.data[1 + c.index] = safe;
+    assign_slots(n, chunks, safe, c.ctas,
+                 ChunkStore{&a, a.groups, c.group, c.token_start, a.out.prefill_schedule.data + c.words});
+    return true;
+  });
+}
+
+}  // namespace idxplan::flydsl_fp4

@@ -64,19 +64,22 @@ inline std::vector<Extent> step_extents(const StepPlan& p, HostBuffers& h, const
           extent(h.prefill_block_ends.data(), d.prefill_block_ends, p.num_prefill_tokens, s.prefill_rows),
           extent(h.prefill_query_start_loc.data(), d.prefill_query_start_loc,
                  p.num_prefill_query_start_loc_words, s.prefill_query_start_loc),
-          extent(h.decode_schedule.data(), d.decode_schedule,
-                 int64_t{kDescriptorWords} * p.decode.schedule.num_ctas, s.decode_schedule),
+          extent(h.decode_schedule.data(), d.decode_schedule, step_buffer_sizes(p).decode_schedule,
+                 s.decode_schedule),
           // Empty unless the step asked for its key bounds.
           extent(h.prefill_key_starts.data(), d.prefill_key_starts,
                  d.prefill_key_starts.data != nullptr ? p.num_prefill_tokens : -4, s.prefill_rows),
           extent(h.prefill_key_ends.data(), d.prefill_key_ends,
-                 d.prefill_key_ends.data != nullptr ? p.num_prefill_tokens : -4, s.prefill_rows)};
+                 d.prefill_key_ends.data != nullptr ? p.num_prefill_tokens : -4, s.prefill_rows),
+          // flydsl_fp4's grids; empty under gluon_mxfp4.
+          extent(h.prefill_schedule.data(), d.prefill_schedule, p.num_prefill_schedule_words, s.prefill_schedule),
+          extent(h.schedule_safe.data(), d.schedule_safe, p.num_schedule_safe_words, s.schedule_safe)};
 }
 
 inline const char* kBufferNames[] = {"context_lens",       "decode_row_lens",  "decode_block_ends",
                                      "decode_block_table", "prefill_row_ends", "prefill_block_ends",
                                      "prefill_query_start_loc", "decode_schedule", "prefill_key_starts",
-                                     "prefill_key_ends"};
+                                     "prefill_key_ends", "prefill_schedule", "schedule_safe"};
 
 // Poisons what the step may write, on both sides.
 inline void poison(const std::vector<Extent>& extents, device::Stream stream) {

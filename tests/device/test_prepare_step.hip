@@ -133,6 +133,58 @@ TEST_F(PrepareStep, MatchesTheReferenceOnRandomSteps) {
   }
 }
 
+// flydsl_fp4's steps: the decode grid and every prefill chunk's written in
+// the step's launch, word for word the CPU fill's (itself the drop-ins'
+// rules on the step's own lengths: tests/test_properties.cpp).
+TEST_F(PrepareStep, MatchesTheReferenceOnFlydslSteps) {
+  const std::vector<Geometry> geometries = test::flydsl_geometries();
+  std::vector<device::StepBuffers> buffers;
+  std::vector<test::HostBuffers> host;
+  for (const Geometry& g : geometries) {
+    buffers.emplace_back(g);
+    host.emplace_back(g);
+  }
+  std::mt19937_64 rng(4949);
+  const int steps = env_steps(600);
+  int grids = 0, native = 0, chunks = 0, big = 0;
+  for (int i = 0; i < steps; ++i) {
+    const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
+    const test::RandomStep s = i % 8 == 7   ? test::zero_row_step(geometries[k], rng)
+                               : i % 8 == 3 ? test::full_decode_step(geometries[k], rng)
+                                            : test::random_step(geometries[k], rng);
+    const std::string diff = run(geometries[k], buffers[k], host[k], s.query_start_loc, s.seq_lens,
+                                 s.seq_lens_upper_bound, s.num_tokens, s.block_table, s.table_stride, i % 3 == 0,
+                                 i % 2 == 1);
+    ASSERT_EQ(diff, "") << "step " << i << " on geometry " << k;
+    grids += plan_.decode.grid.present();
+    native += plan_.decode.native.present();
+    chunks += static_cast<int>(plan_.prefill.size());
+    for (const PrefillPlan& c : plan_.prefill) big += c.token_end - c.token_start > 2048;
+  }
+  // Long chunks, whose rows a block stages as runs (past 2,048 rows): a
+  // decode and a prompt of `rows` rows after a 4,000-token prefix.
+  IndexerConfig c = geometries[0].config();
+  c.max_num_batched_tokens = 20000;
+  c.max_logits_mb = 512;
+  const Geometry long_chunks = make_geometry(c);
+  const device::StepBuffers long_buffers(long_chunks);
+  test::HostBuffers long_host(long_chunks);
+  for (const int32_t rows : {2047, 2049, 9000, 19000}) {
+    const Words qsl{0, 2, 2 + rows};
+    const Words lens{60000, 4000 + rows};
+    const Words table(2 * static_cast<std::size_t>(long_chunks.max_blocks_per_seq()), 3);
+    const std::string diff = run(long_chunks, long_buffers, long_host, qsl, lens, lens, 2 + rows, table,
+                                 long_chunks.max_blocks_per_seq());
+    ASSERT_EQ(diff, "") << rows << " prompt rows";
+    ASSERT_EQ(plan_.prefill.size(), 1u);
+    big += rows > 2048;
+  }
+  std::printf("%d flydsl_fp4 steps equal to the reference: %d decode grids (%d native), %d chunks (%d past 2,048 rows)\n",
+              steps, grids, native, chunks, big);
+  EXPECT_GT(grids, steps / 4);
+  EXPECT_GT(chunks, steps / 4);
+}
+
 // Decode steps of up to 4,096 requests, on geometries whose schedules reach
 // every kernel the launch picks: the warps' (0 units a thread below), and
 // 1 to 32 units a thread of the blocks'.

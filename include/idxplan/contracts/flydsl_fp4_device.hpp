@@ -24,28 +24,32 @@
 
 namespace idxplan::flydsl_fp4 {
 
+// Threads of the standalone launches (idxplan.aiter's); the step's prepare
+// launch runs the same writer at its own block size.
 inline constexpr int kScheduleThreads = 512;
-inline constexpr int kUnitsPerThread = 8;                             // a thread's units in a scan
-inline constexpr int kMaxUnits = kScheduleThreads * kUnitsPerThread;  // 4,096 rows, one scan
-inline constexpr int kMaxRuns = kMaxUnits / 2;                        // runs (a first row more each)
+inline constexpr int kUnitsPerThread = 8;  // a thread's units in a scan
 // CTAs a block writes, at least; past kMaxScheduleBlocks blocks' worth, each
 // block writes more, so that fewer blocks read the rows.
 inline constexpr int32_t kSlotsPerBlock = 512;
 inline constexpr int32_t kMaxScheduleBlocks = 32;
 
-using Primitives = device::BlockPrimitives<kScheduleThreads>;
-
-// Shared memory of one block: plain arrays (a __shared__ object has no
-// constructor).
+// Shared memory of one block of kThreads threads: plain arrays (a
+// __shared__ object has no constructor). Rows past kMaxUnits are staged as
+// runs, up to kMaxRuns of them.
+template <int kThreads>
 struct ScheduleShared {
+  using Primitives = device::BlockPrimitives<kThreads>;
+  static constexpr int kMaxUnits = kThreads * kUnitsPerThread;
+  static constexpr int kMaxRuns = kMaxUnits / 2;  // a first row more each
   typename Primitives::TempStorage scan;
-  int64_t wide[2][Primitives::kWarps];    // the warps' partial sums
+  int64_t wide[2][Primitives::kWarps];  // the warps' partial sums
   int32_t narrow[2][Primitives::kWarps];
-  int32_t last[kScheduleThreads];         // each thread's last chunk count, for the runs
-  int32_t ends[kMaxUnits];                // inclusive split sums, unit by unit
-  int32_t chunks[kMaxUnits];              // each unit's rows' chunk count
-  int32_t first[kMaxRuns];                // each run's first row
+  int32_t last[kThreads];               // each thread's last chunk count, for the runs
+  int32_t ends[kMaxUnits];              // inclusive split sums, unit by unit
+  int32_t chunks[kMaxUnits];            // each unit's rows' chunk count
+  int32_t first[kMaxRuns];              // each run's first row
 };
+inline constexpr int kMaxRuns = ScheduleShared<kScheduleThreads>::kMaxRuns;
 
 // Where the rows are staged.
 enum class Units { rows, runs, none };
@@ -55,7 +59,7 @@ namespace detail {
 template <class T>
 __device__ T lane_value(const T& v, int lane) {
 #if defined(__HIP_PLATFORM_AMD__)
-  return rocprim::warp_shuffle(v, lane, Primitives::kWarpSize);
+  return rocprim::warp_shuffle(v, lane, device::BlockPrimitives<64>::kWarpSize);
 #else
   return __shfl_sync(~0u, v, lane);
 #endif
@@ -63,7 +67,9 @@ __device__ T lane_value(const T& v, int lane) {
 
 // The block's stats, in every thread: the warps' by shuffles, then theirs
 // through shared memory. Two barriers.
-__device__ inline ChunkStats block_stats(ChunkStats v, ScheduleShared& sh) {
+template <int kThreads>
+__device__ __forceinline__ ChunkStats block_stats(ChunkStats v, ScheduleShared<kThreads>& sh) {
+  using Primitives = typename ScheduleShared<kThreads>::Primitives;
   const int lane = static_cast<int>(threadIdx.x) % Primitives::kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / Primitives::kWarpSize;
   for (int m = Primitives::kWarpSize / 2; m > 0; m /= 2) {
@@ -86,7 +92,9 @@ __device__ inline ChunkStats block_stats(ChunkStats v, ScheduleShared& sh) {
 }
 
 // The block's sum of `v`, in every thread. Two barriers.
-__device__ inline int64_t block_sum(int64_t v, ScheduleShared& sh) {
+template <int kThreads>
+__device__ __forceinline__ int64_t block_sum(int64_t v, ScheduleShared<kThreads>& sh) {
+  using Primitives = typename ScheduleShared<kThreads>::Primitives;
   const int lane = static_cast<int>(threadIdx.x) % Primitives::kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / Primitives::kWarpSize;
   for (int m = Primitives::kWarpSize / 2; m > 0; m /= 2) v += lane_value(v, lane ^ m);
@@ -99,7 +107,8 @@ __device__ inline int64_t block_sum(int64_t v, ScheduleShared& sh) {
 }
 
 // The first of units [0, n) whose inclusive split sum passes `within`.
-__device__ inline int32_t unit_of(const ScheduleShared& sh, int32_t n, int32_t within) {
+template <int kThreads>
+__device__ __forceinline__ int32_t unit_of(const ScheduleShared<kThreads>& sh, int32_t n, int32_t within) {
   int32_t a = 0;
   int32_t b = n - 1;
   while (a < b) {
@@ -112,13 +121,15 @@ __device__ inline int32_t unit_of(const ScheduleShared& sh, int32_t n, int32_t w
 // Stages the rows' chunk counts as units, each row its own where they fit,
 // else as runs, and returns their stats; *units gets how they were staged
 // and *count their number.
-template <class Source>
-__device__ ChunkStats stage_units(const Source& source, int32_t rows, int32_t block_k, int32_t s_max,
-                                  ScheduleShared& sh, Units* units, int32_t* count) {
+template <int kThreads, class Source>
+__device__ __forceinline__ ChunkStats stage_units(const Source& source, int32_t rows, int32_t block_k, int32_t s_max,
+                                                  ScheduleShared<kThreads>& sh, Units* units, int32_t* count) {
+  using Shared = ScheduleShared<kThreads>;
+  constexpr int kMaxUnits = Shared::kMaxUnits;
   const int t = static_cast<int>(threadIdx.x);
   ChunkStats mine{};
   if (rows <= kMaxUnits) {
-    for (int32_t i = t; i < rows; i += kScheduleThreads) {
+    for (int32_t i = t; i < rows; i += kThreads) {
       const int32_t c = chunks_of(source.keys(i), block_k);
       sh.chunks[i] = c;
       mine = mine + ChunkStats::of(c, s_max);
@@ -150,26 +161,28 @@ __device__ ChunkStats stage_units(const Source& source, int32_t rows, int32_t bl
     }
     int32_t at[kUnitsPerThread];
     int32_t total = 0;
-    Primitives::exclusive_sum(flags, at, total, sh.scan);
+    Shared::Primitives::exclusive_sum(flags, at, total, sh.scan);
 #pragma unroll
     for (int k = 0; k < kUnitsPerThread; ++k) {
       const int32_t slot = runs + at[k];
-      if (flags[k] != 0 && slot < kMaxRuns) {
+      if (flags[k] != 0 && slot < Shared::kMaxRuns) {
         sh.first[slot] = tile + t * kUnitsPerThread + k;
         sh.chunks[slot] = c[k];
       }
     }
-    before = sh.last[kScheduleThreads - 1];
+    before = sh.last[kThreads - 1];
     runs += total;
     __syncthreads();  // before the next tile rewrites last
   }
-  *units = runs <= kMaxRuns ? Units::runs : Units::none;
-  *count = runs <= kMaxRuns ? runs : 0;
+  *units = runs <= Shared::kMaxRuns ? Units::runs : Units::none;
+  *count = runs <= Shared::kMaxRuns ? runs : 0;
   return block_stats(mine, sh);
 }
 
 // Rows of unit u: one, or up to the next run's first row.
-__device__ inline int32_t unit_rows(const ScheduleShared& sh, Units units, int32_t u, int32_t count, int32_t rows) {
+template <int kThreads>
+__device__ __forceinline__ int32_t unit_rows(const ScheduleShared<kThreads>& sh, Units units, int32_t u, int32_t count,
+                                             int32_t rows) {
   if (units == Units::rows) return 1;
   return (u + 1 < count ? sh.first[u + 1] : rows) - sh.first[u];
 }
@@ -180,10 +193,12 @@ __device__ inline int32_t unit_rows(const ScheduleShared& sh, Units units, int32
 // keys `source.keys(i)` gives, for a grid of `slots` splits (flydsl_fp4.hpp):
 // store(slot, split) for each, idle ones with Split{}. `*safe`, where safe
 // is not null, gets `safe`. Every thread of the block calls it.
-template <class Source, class Store>
-__device__ void write_schedule(const Source& source, int32_t rows, int32_t block_k, int32_t slots, int32_t s_max,
-                               int32_t slot_begin, int32_t slot_end, const Store& store, int32_t* safe,
-                               ScheduleShared& sh) {
+template <int kThreads, class Source, class Store>
+__device__ __forceinline__ void write_schedule(const Source& source, int32_t rows, int32_t block_k, int32_t slots,
+                                               int32_t s_max, int32_t slot_begin, int32_t slot_end, const Store& store,
+                                               int32_t* safe, ScheduleShared<kThreads>& sh) {
+  using Primitives = typename ScheduleShared<kThreads>::Primitives;
+  constexpr int kMaxUnits = ScheduleShared<kThreads>::kMaxUnits;
   const int t = static_cast<int>(threadIdx.x);
   Units units = Units::none;
   int32_t count = 0;
@@ -194,11 +209,11 @@ __device__ void write_schedule(const Source& source, int32_t rows, int32_t block
   const auto splits_at = [&](int32_t s) {
     int64_t n = 0;
     if (staged) {
-      for (int32_t u = t; u < count; u += kScheduleThreads) {
+      for (int32_t u = t; u < count; u += kThreads) {
         n += int64_t{detail::unit_rows(sh, units, u, count, rows)} * splits_of(sh.chunks[u], s);
       }
     } else {
-      for (int32_t i = t; i < rows; i += kScheduleThreads) n += splits_of(chunks_of(source.keys(i), block_k), s);
+      for (int32_t i = t; i < rows; i += kThreads) n += splits_of(chunks_of(source.keys(i), block_k), s);
     }
     return detail::block_sum(n, sh);
   };
@@ -242,7 +257,7 @@ __device__ void write_schedule(const Source& source, int32_t rows, int32_t block
     const int32_t in_tile = staged ? count : (rows - first < kMaxUnits ? rows - first : kMaxUnits);
     const int32_t lo = before > slot_begin ? before : slot_begin;
     const int32_t hi = before + tile < slot_end ? before + tile : slot_end;
-    for (int32_t slot = lo + t; slot < hi; slot += kScheduleThreads) {
+    for (int32_t slot = lo + t; slot < hi; slot += kThreads) {
       const int32_t u = detail::unit_of(sh, in_tile, slot - before);
       const int32_t within = slot - before - (u > 0 ? sh.ends[u - 1] : 0);
       if (staged) {
@@ -258,7 +273,7 @@ __device__ void write_schedule(const Source& source, int32_t rows, int32_t block
     before += tile;
     __syncthreads();  // the next tile rewrites ends
   }
-  for (int32_t slot = (before > slot_begin ? before : slot_begin) + t; slot < slot_end; slot += kScheduleThreads) {
+  for (int32_t slot = (before > slot_begin ? before : slot_begin) + t; slot < slot_end; slot += kThreads) {
     store(slot, Split{});
   }
 }
@@ -269,7 +284,7 @@ struct ArrayRows {
   __device__ int32_t keys(int32_t i) const { return keys_[i]; }
 };
 
-struct DecodeStore {
+struct ArrayDecodeStore {
   int32_t* cta_info;
   const int32_t* context_lens;
   int32_t next_n;
@@ -278,7 +293,7 @@ struct DecodeStore {
   }
 };
 
-struct PrefillStore {
+struct ArrayPrefillStore {
   int32_t* cta_info;
   const int32_t* row_to_batch;
   const int32_t* local_starts;
@@ -313,20 +328,20 @@ struct PrefillLaunch {
 // Templates, so that every file that includes this header may define them.
 template <int = 0>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kScheduleThreads, 0) varctx_schedule_kernel(VarctxLaunch a) {
-  __shared__ ScheduleShared sh;
+  __shared__ ScheduleShared<kScheduleThreads> sh;
   const int32_t begin = static_cast<int32_t>(blockIdx.x) * a.slots_per_block;
   const int32_t end = a.shape.slots - begin < a.slots_per_block ? a.shape.slots : begin + a.slots_per_block;
   write_schedule(ArrayRows{a.context_lens}, a.shape.batches, a.shape.block_k, a.shape.slots, a.shape.s_max, begin,
-                 end, DecodeStore{a.cta_info, a.context_lens, a.shape.next_n}, blockIdx.x == 0 ? a.safe : nullptr, sh);
+                 end, ArrayDecodeStore{a.cta_info, a.context_lens, a.shape.next_n}, blockIdx.x == 0 ? a.safe : nullptr, sh);
 }
 
 template <int = 0>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kScheduleThreads, 0) prefill_schedule_kernel(PrefillLaunch a) {
-  __shared__ ScheduleShared sh;
+  __shared__ ScheduleShared<kScheduleThreads> sh;
   const int32_t begin = static_cast<int32_t>(blockIdx.x) * a.slots_per_block;
   const int32_t end = a.shape.ctas - begin < a.slots_per_block ? a.shape.ctas : begin + a.slots_per_block;
   write_schedule(ArrayRows{a.local_ends}, a.shape.rows, a.shape.block_k, a.shape.ctas, a.shape.s_max, begin, end,
-                 PrefillStore{a.cta_info, a.row_to_batch, a.local_starts, a.local_ends},
+                 ArrayPrefillStore{a.cta_info, a.row_to_batch, a.local_starts, a.local_ends},
                  blockIdx.x == 0 ? a.safe : nullptr, sh);
 }
 

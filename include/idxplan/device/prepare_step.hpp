@@ -27,6 +27,8 @@
 #include <cstdint>
 
 #include "idxplan/config.hpp"
+#include "idxplan/contracts/flydsl_fp4_device.hpp"
+#include "idxplan/contracts/flydsl_fp4_step.hpp"
 #include "idxplan/device/runtime.hpp"
 #include "idxplan/device/scan.hpp"
 #include "idxplan/plan/buffers.hpp"
@@ -130,6 +132,27 @@ IDXPLAN_HD int64_t decode_table_items(const StepArgs& a) {
   return decode_table_rows(a) * decode_table_quads(a);
 }
 
+// flydsl_fp4's grids (contracts/flydsl_fp4_step.hpp) take the schedule's
+// part under that contract: kFp4SlotsPerBlock CTAs of the decode grid a
+// block (its first launch), then as many of each chunk's of the launch's.
+inline constexpr int32_t kFp4SlotsPerBlock = 2 * kPrepareThreads;
+
+IDXPLAN_HD int32_t fp4_decode_blocks(const StepArgs& a) {
+  if (!a.writes_decode || a.fp4_decode_ctas <= 0) return 0;
+  const int32_t slots = a.fp4_decode_ctas / flydsl_fp4::decode_next_n(a);
+  return (slots + kFp4SlotsPerBlock - 1) / kFp4SlotsPerBlock;
+}
+IDXPLAN_HD int32_t fp4_chunk_blocks(int32_t ctas) { return (ctas + kFp4SlotsPerBlock - 1) / kFp4SlotsPerBlock; }
+
+inline int32_t fp4_grid_blocks(const StepArgs& a) {
+  int32_t blocks = fp4_decode_blocks(a);
+  flydsl_fp4::for_each_chunk(a, a.groups, [&](const flydsl_fp4::LaunchChunk& c) {
+    blocks += fp4_chunk_blocks(c.ctas);
+    return true;
+  });
+  return blocks;
+}
+
 // The grid of launch `a`: each part gets a block per kPrepareThreads items
 // (per kSlotsPerBlock slots for the schedule, kSmallSlotsPerBlock for the
 // warps'), up to `max_blocks`, a few a CU of the GPU it runs on.
@@ -144,7 +167,7 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   int32_t count[kParts] = {
       schedule ? static_cast<int32_t>(ceil_div(a.schedule.num_ctas, small ? detail::kSmallSlotsPerBlock
                                                                            : kSlotsPerBlock))
-               : 0,
+               : fp4_grid_blocks(a),
       blocks(int64_t{a.word_end} - a.word_begin, kPrepareThreads),
       blocks(int64_t{a.request_end} - a.request_begin, kPrepareThreads),
       decode ? blocks(decode_row_items(a), kPrepareThreads) : 0,
@@ -890,10 +913,47 @@ __device__ inline const ChunkGroup* stage_groups(const StepArgs& a, GroupWords& 
   return reinterpret_cast<const ChunkGroup*>(words);
 }
 
+// Block `b` of flydsl_fp4's grids (fp4_grid_blocks): the decode grid's
+// CTAs [b * kFp4SlotsPerBlock, +kFp4SlotsPerBlock), or past them, the one
+// chunk's whose blocks hold it. The chunk groups are staged first, as the
+// chunks' rows search them.
+__device__ __forceinline__ void write_fp4_grids(const StepArgs& a, int32_t b, GroupWords& group_words) {
+  __shared__ flydsl_fp4::ScheduleShared<kPrepareThreads> sh;
+  const int32_t decode = fp4_decode_blocks(a);
+  if (b < decode) {
+    const int32_t slots = a.fp4_decode_ctas / flydsl_fp4::decode_next_n(a);
+    const int32_t begin = b * kFp4SlotsPerBlock;
+    const int32_t end = slots - begin < kFp4SlotsPerBlock ? slots : begin + kFp4SlotsPerBlock;
+    flydsl_fp4::write_schedule(flydsl_fp4::DecodeRows{&a}, flydsl_fp4::decode_batches(a), flydsl_fp4::kBlockK, slots,
+                               a.fp4_decode_s_max, begin, end, flydsl_fp4::DecodeStore{&a},
+                               b == 0 ? a.out.schedule_safe.data : nullptr, sh);
+    return;
+  }
+  const ChunkGroup* groups = stage_groups(a, group_words);
+  flydsl_fp4::LaunchChunk chunk;
+  int32_t block = b - decode;  // within the chunks' blocks, then within its chunk's
+  flydsl_fp4::for_each_chunk(a, groups, [&](const flydsl_fp4::LaunchChunk& c) {
+    const int32_t blocks = fp4_chunk_blocks(c.ctas);
+    if (block < blocks) {
+      chunk = c;
+      return false;
+    }
+    block -= blocks;
+    return true;
+  });
+  const int32_t begin = block * kFp4SlotsPerBlock;
+  const int32_t end = chunk.ctas - begin < kFp4SlotsPerBlock ? chunk.ctas : begin + kFp4SlotsPerBlock;
+  flydsl_fp4::write_schedule(
+      flydsl_fp4::ChunkRows{&a, groups, chunk.token_start}, chunk.token_end - chunk.token_start, flydsl_fp4::kBlockK,
+      chunk.ctas, chunk.s_max, begin, end,
+      flydsl_fp4::ChunkStore{&a, groups, chunk.group, chunk.token_start, a.out.prefill_schedule.data + chunk.words},
+      block == 0 ? a.out.schedule_safe.data + 1 + chunk.index : nullptr, sh);
+}
+
 // One block of the step's launch: the schedule's blocks first, the
 // blocks' schedule at kItems units a thread or, with kItems = 0, the
 // warps' at kLaneUnits units a lane; then the other parts'.
-template <int kItems, int kLaneUnits>
+template <int kItems, int kLaneUnits, bool kFp4 = false>
 __device__ __forceinline__ void prepare_step(const LaunchGrid& grid, const StepArgs& a) {
   __shared__ GroupWords group_words;
   int32_t* const first = dynamic_shared_words();  // shared_bytes(): the schedule's scan
@@ -905,7 +965,9 @@ __device__ __forceinline__ void prepare_step(const LaunchGrid& grid, const StepA
   // the H200 that took decode_4's kernel from 1.77 to 1.70 us (100 steps in
   // a graph), and the larger steps' by 0.03-0.12 us.
   if (b < grid.end[0]) {
-    if constexpr (kItems == 0) {
+    if constexpr (kFp4) {
+      write_fp4_grids(a, b, group_words);
+    } else if constexpr (kItems == 0) {
       if (tid < detail::kSmallThreads) {
         write_small_schedule_slots<kLaneUnits>(a, b);
       } else if constexpr (kIdleWarpsFetchArguments) {
@@ -1003,6 +1065,12 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0)
   static_assert(kLaneUnits > 1, "a unit a lane is prepare_step_kernel<0>'s");
   prepare_step<0, kLaneUnits>(grid, a);
 }
+// flydsl_fp4's: its grids in the schedule's part, the Gluon kernels untouched.
+template <int = 0>
+__global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0)
+    prepare_step_fp4_kernel(const LaunchGrid grid, const StepArgs a) {
+  prepare_step<1, 1, true>(grid, a);
+}
 
 // The launch's key bounds, when asked for (StepOutputs::prefill_key_starts),
 // a block a chunk group: the group's requests a tile of kPrepareThreads at a
@@ -1070,7 +1138,9 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   const std::size_t shared = shared_bytes(a);
   const auto blocks = static_cast<uint32_t>(grid.blocks());
   const auto go = [&](auto kernel) { IDXPLAN_KERNEL_LAUNCH(kernel, blocks, kPrepareThreads, shared, stream)(grid, a); };
-  switch (grid.units_per_thread) {
+  const bool fp4 = a.fp4_decode_ctas > 0 || a.fp4_prefill_base > 0;
+  switch (fp4 ? -1 : grid.units_per_thread) {
+    case -1: go(detail::prepare_step_fp4_kernel<>); break;
     case 0:
       if (grid.lane_units == 1) {
         go(detail::prepare_step_kernel<0>);

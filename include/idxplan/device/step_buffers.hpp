@@ -31,7 +31,9 @@ class StepBuffers {
         prefill_query_start_loc_(words(sizes_.prefill_query_start_loc)),
         decode_schedule_(words(sizes_.decode_schedule)),
         prefill_key_starts_(words(sizes_.prefill_rows)),
-        prefill_key_ends_(words(sizes_.prefill_rows)) {}
+        prefill_key_ends_(words(sizes_.prefill_rows)),
+        prefill_schedule_(words(sizes_.prefill_schedule)),
+        schedule_safe_(words(sizes_.schedule_safe)) {}
 
   // The buffers as a step's outputs, for enqueue() and the launch views; the
   // key bounds' only when asked.
@@ -45,6 +47,8 @@ class StepBuffers {
     out.prefill_block_ends = buffer(prefill_block_ends_);
     out.prefill_query_start_loc = buffer(prefill_query_start_loc_);
     out.decode_schedule = buffer(decode_schedule_);
+    if (prefill_schedule_.size() > 0) out.prefill_schedule = buffer(prefill_schedule_);
+    if (schedule_safe_.size() > 0) out.schedule_safe = buffer(schedule_safe_);
     if (key_bounds) {
       out.prefill_key_starts = buffer(prefill_key_starts_);
       out.prefill_key_ends = buffer(prefill_key_ends_);
@@ -73,6 +77,8 @@ class StepBuffers {
   DeviceArray<int32_t> decode_schedule_;
   DeviceArray<int32_t> prefill_key_starts_;
   DeviceArray<int32_t> prefill_key_ends_;
+  DeviceArray<int32_t> prefill_schedule_;  // flydsl_fp4 only
+  DeviceArray<int32_t> schedule_safe_;
 };
 
 }  // namespace idxplan::device

@@ -223,5 +223,37 @@ TEST(Launches, RefuseAnIndexPastThePlansAndAPlanOfAnotherGeometry) {
   EXPECT_THROW(decode_launch(make_geometry(other), p, StepInputs{}, StepOutputs{}), StepError);
 }
 
+TEST(Launches, FlydslViewsNameEachGridsCtaInfoAndSafe) {
+  const Geometry g = test::flydsl_geometries()[0];
+  // Two MTP decodes (flattened), then two prompts, cut into chunks under a 1 MiB budget.
+  const std::vector<int32_t> qsl{0, 2, 4, 1004, 3004};
+  const std::vector<int32_t> lens{9000, 300, 40000, 2000};
+  const StepPlan p = plan_step(g, qsl, lens);
+  ASSERT_GT(p.prefill.size(), 2u);
+  test::HostBuffers b(g);
+  const std::vector<int32_t> table(4 * static_cast<std::size_t>(g.max_blocks_per_seq()), 0);
+  const StepInputs in = make_step_inputs(lens, qsl, table, g.max_blocks_per_seq());
+  const StepOutputs out = b.outputs();
+  const DecodeLaunch d = decode_launch(g, p, in, out);
+  EXPECT_EQ(d.num_seqs, 4);  // rows, flattened
+  EXPECT_EQ(d.next_n, 1);
+  EXPECT_EQ(d.context_lens, out.decode_row_lens.data);
+  EXPECT_EQ(d.schedule, out.decode_schedule.data);
+  EXPECT_EQ(d.num_ctas, std::min(4 * flydsl_fp4::chunks_cap(g.logits_width(), 256), 1024));
+  EXPECT_EQ(d.safe, out.schedule_safe.data);
+  EXPECT_EQ(d.max_seq_len, g.logits_width());
+  int64_t words = 0;
+  for (std::size_t k = 0; k < p.prefill.size(); ++k) {
+    EXPECT_EQ(p.prefill[k].grid.words, words);  // one chunk's cta_info after the other
+    words += 6 * int64_t{p.prefill[k].grid.ctas};
+    const PrefillLaunch l = prefill_launch(g, p, k, in, out);
+    EXPECT_EQ(l.schedule, out.prefill_schedule.data + p.prefill[k].grid.words);
+    EXPECT_EQ(l.num_ctas, std::max(1024, l.token_end - l.token_start));
+    EXPECT_EQ(l.safe, out.schedule_safe.data + 1 + k);
+    EXPECT_EQ(l.max_blocks, flydsl_fp4::table_cols(p.prefill[k].max_seq_len / 4, g.page_entries()));
+  }
+  EXPECT_EQ(p.num_prefill_schedule_words, words);
+}
+
 }  // namespace
 }  // namespace idxplan

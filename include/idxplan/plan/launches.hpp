@@ -42,8 +42,12 @@ struct DecodeLaunch {
                                             // rows one at a time; null on a native step
                                             // unless always_write_decode_block_table
   int32_t row_block_table_stride = 0;
-  const int32_t* schedule = nullptr;        // [4 * num_ctas] descriptors; null without one
+  const int32_t* schedule = nullptr;        // [4 * num_ctas] descriptors (gluon_mxfp4), or the
+                                            // grid's cta_info (flydsl_fp4); null without one
   int32_t num_ctas = 0;                     // workgroups of the scheduled launch
+  const int32_t* safe = nullptr;            // flydsl_fp4: [1] the grid's `safe`; else null
+  int32_t max_seq_len = 0;                  // flydsl_fp4: keys a logits row holds, the grid's
+                                            // max_seq_len (the geometry's logits width)
   bool use_gather = false;                  // the candidate consumers score these rows too
   bool in_place = false;                    // block_table is the engine's own table
 };
@@ -63,6 +67,10 @@ struct PrefillLaunch {
                                             // row of first_request and those after it
   int32_t block_table_stride = 0;
   int32_t max_blocks = 0;                   // columns a row reads at most: ceil(width / P)
+                                            // (under flydsl_fp4, with the chunk read ahead)
+  const int32_t* schedule = nullptr;        // flydsl_fp4: [num_ctas, 6] the chunk's cta_info; else null
+  int32_t num_ctas = 0;
+  const int32_t* safe = nullptr;            // flydsl_fp4: [1] its `safe`
   bool use_gather = false;                  // the candidate consumers gather for this chunk
 };
 
@@ -135,6 +143,12 @@ inline DecodeLaunch decode_launch(const Geometry& g, const StepPlan& plan, const
     l.schedule = out.decode_schedule.data;
     l.num_ctas = d.schedule.num_ctas;
   }
+  if (d.grid.present()) {
+    l.schedule = out.decode_schedule.data;
+    l.num_ctas = d.grid.ctas;
+    l.safe = out.schedule_safe.data;
+    l.max_seq_len = d.grid.max_seq_len;
+  }
   l.use_gather = d.use_gather;
   return l;
 }
@@ -159,7 +173,14 @@ inline PrefillLaunch prefill_launch(const Geometry& g, const StepPlan& plan, std
   l.query_start_loc = detail::at_word(out.prefill_query_start_loc.data, c.query_start_loc_offset);
   l.block_table = detail::engine_row(in, c.first_request);
   l.block_table_stride = in.block_table_stride;
-  l.max_blocks = static_cast<int32_t>(idxplan::detail::ceil_div(c.width, g.page_entries()));
+  l.max_blocks = g.contract() == Contract::flydsl_fp4
+                     ? block_cols_read(g, c.max_seq_len)
+                     : static_cast<int32_t>(idxplan::detail::ceil_div(c.width, g.page_entries()));
+  if (c.grid.present()) {
+    l.schedule = detail::at_word(out.prefill_schedule.data, static_cast<std::ptrdiff_t>(c.grid.words));
+    l.num_ctas = c.grid.ctas;
+    l.safe = detail::at_word(out.schedule_safe.data, c.grid.safe);
+  }
   l.use_gather = c.use_gather;
   return l;
 }

@@ -143,6 +143,8 @@ class DecodeLaunch:
     num_ctas: int
     use_gather: bool
     in_place: bool
+    safe: Any = None  #: flydsl_fp4: [1] the decode grid's ``safe``
+    max_seq_len: int = 0  #: flydsl_fp4: keys a logits row holds (the grid's max_seq_len)
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,9 @@ class PrefillLaunch:
     block_table_stride: int
     max_blocks: int
     use_gather: bool
+    schedule: Any = None  #: flydsl_fp4: the chunk's cta_info, 6 words a CTA
+    num_ctas: int = 0
+    safe: Any = None  #: flydsl_fp4: [1] its ``safe``
 
 
 @dataclass(frozen=True)

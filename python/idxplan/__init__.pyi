@@ -164,10 +164,12 @@ class StepOutputs:
     def __init__(self, context_lens: Any, decode_row_lens: Any, decode_block_ends: Any,
                  decode_block_table: Any, prefill_row_ends: Any, prefill_block_ends: Any,
                  prefill_query_start_loc: Any, decode_schedule: Any,
-                 always_write_decode_block_table: bool = False) -> None:
+                 always_write_decode_block_table: bool = False, prefill_schedule: Any = None,
+                 schedule_safe: Any = None) -> None:
         """decode_block_table is 2-D [rows, stride]; the rest 1-D. With
         always_write_decode_block_table the table is written on every step with decodes,
-        not only on ragged ones."""
+        not only on ragged ones. prefill_schedule and schedule_safe are flydsl_fp4's
+        (None under gluon_mxfp4)."""
     def __getitem__(self, name: str) -> Any: ...
     @property
     def names(self) -> list[str]: ...
@@ -193,6 +195,8 @@ class DecodeLaunch:
     num_ctas: int
     use_gather: bool
     in_place: bool
+    safe: Any = None
+    max_seq_len: int = 0
 
 @dataclass(frozen=True)
 class PrefillLaunch:
@@ -210,6 +214,9 @@ class PrefillLaunch:
     block_table_stride: int
     max_blocks: int
     use_gather: bool
+    schedule: Any = None
+    num_ctas: int = 0
+    safe: Any = None
 
 @dataclass(frozen=True)
 class CandidateLaunch:

@@ -261,13 +261,16 @@ struct PyStepInputs {
 
 constexpr const char* kOutputNames[] = {"context_lens",       "decode_row_lens",  "decode_block_ends",
                                         "decode_block_table", "prefill_row_ends", "prefill_block_ends",
-                                        "prefill_query_start_loc", "decode_schedule"};
-constexpr int kOutputs = 8;
+                                        "prefill_query_start_loc", "decode_schedule", "prefill_schedule",
+                                        "schedule_safe"};
+constexpr int kOutputs = 10;
 // Each output's index among them, in kOutputNames' (and StepOutputs') order.
 enum OutputIndex : int {
   kContextLens, kDecodeRowLens, kDecodeBlockEnds, kDecodeBlockTable,
   kPrefillRowEnds, kPrefillBlockEnds, kPrefillQueryStartLoc, kDecodeSchedule,
+  kPrefillSchedule, kScheduleSafe,  // flydsl_fp4's, None under gluon_mxfp4
 };
+constexpr int kRequiredOutputs = kPrefillSchedule;
 
 // The caller's step outputs, read once.
 struct PyStepOutputs {
@@ -277,11 +280,15 @@ struct PyStepOutputs {
 
   PyStepOutputs(const py::handle (&objects)[kOutputs], bool always_write_decode_block_table) {
     for (int k = 0; k < kOutputs; ++k) {
+      if (k >= kRequiredOutputs && objects[k].is_none()) {
+        arrays[k].owner = py::none();
+        continue;
+      }
       arrays[k] = read_array(objects[k], kOutputNames[k], k == kDecodeBlockTable ? 2 : 1);
     }
     memory = arrays[0].memory;
     for (int k = 1; k < kOutputs; ++k) {
-      if (arrays[k].memory != memory) {
+      if (arrays[k].data != nullptr && arrays[k].memory != memory) {
         fail(fmt::format("context_lens is in {} memory but {} in {}", memory_name(memory),
                          kOutputNames[k], memory_name(arrays[k].memory)));
       }
@@ -289,7 +296,8 @@ struct PyStepOutputs {
     OutputBuffer* fields[kOutputs] = {&raw.context_lens,       &raw.decode_row_lens,
                                       &raw.decode_block_ends,  &raw.decode_block_table,
                                       &raw.prefill_row_ends,   &raw.prefill_block_ends,
-                                      &raw.prefill_query_start_loc, &raw.decode_schedule};
+                                      &raw.prefill_query_start_loc, &raw.decode_schedule,
+                                      &raw.prefill_schedule,   &raw.schedule_safe};
     for (int k = 0; k < kOutputs; ++k) *fields[k] = OutputBuffer{arrays[k].data, arrays[k].words};
     if (arrays[kDecodeBlockTable].row_stride > 0x7FFFFFFF) {
       fail("decode_block_table's row stride does not fit int32");
@@ -346,6 +354,8 @@ py::dict decode_view(const Geometry& g, const StepPlan& plan, const PyStepInputs
   d["row_block_table_stride"] = l.row_block_table_stride;
   d["schedule"] = slice_at(l.schedule, int64_t{kDescriptorWords} * l.num_ctas, {&o[kDecodeSchedule]});
   d["num_ctas"] = l.num_ctas;
+  d["safe"] = slice_at(l.safe, 1, {&o[kScheduleSafe]});
+  d["max_seq_len"] = l.max_seq_len;
   d["use_gather"] = l.use_gather;
   d["in_place"] = l.in_place;
   return d;
@@ -369,6 +379,9 @@ py::dict prefill_view(const Geometry& g, const StepPlan& plan, std::size_t i, co
   d["block_table"] = slice_at(l.block_table, l.num_reqs, {&in.block_table});
   d["block_table_stride"] = l.block_table_stride;
   d["max_blocks"] = l.max_blocks;
+  d["schedule"] = slice_at(l.schedule, int64_t{flydsl_fp4::kPrefillWords} * l.num_ctas, {&o[kPrefillSchedule]});
+  d["num_ctas"] = l.num_ctas;
+  d["safe"] = slice_at(l.safe, 1, {&o[kScheduleSafe]});
   d["use_gather"] = l.use_gather;
   return d;
 }
@@ -523,6 +536,10 @@ PYBIND11_MODULE(_idxplan, m) {
     d["prefill_block_ends"] = s.prefill_rows;
     d["prefill_query_start_loc"] = s.prefill_query_start_loc;
     d["decode_schedule"] = s.decode_schedule;
+    if (g.contract() == Contract::flydsl_fp4) {  // flydsl_fp4's grids
+      d["prefill_schedule"] = s.prefill_schedule;
+      d["schedule_safe"] = s.schedule_safe;
+    }
     return d;
   });
 
@@ -538,16 +555,19 @@ PYBIND11_MODULE(_idxplan, m) {
       .def(py::init([](py::handle context_lens, py::handle decode_row_lens, py::handle decode_block_ends,
                        py::handle decode_block_table, py::handle prefill_row_ends,
                        py::handle prefill_block_ends, py::handle prefill_query_start_loc,
-                       py::handle decode_schedule, bool always_write_decode_block_table) {
+                       py::handle decode_schedule, bool always_write_decode_block_table, py::handle prefill_schedule,
+                       py::handle schedule_safe) {
              const py::handle objects[kOutputs] = {context_lens,     decode_row_lens,    decode_block_ends,
                                                    decode_block_table, prefill_row_ends, prefill_block_ends,
-                                                   prefill_query_start_loc, decode_schedule};
+                                                   prefill_query_start_loc, decode_schedule, prefill_schedule,
+                                                   schedule_safe};
              return new PyStepOutputs(objects, always_write_decode_block_table);
            }),
            py::arg("context_lens"), py::arg("decode_row_lens"), py::arg("decode_block_ends"),
            py::arg("decode_block_table"), py::arg("prefill_row_ends"), py::arg("prefill_block_ends"),
            py::arg("prefill_query_start_loc"), py::arg("decode_schedule"),
-           py::arg("always_write_decode_block_table") = false)
+           py::arg("always_write_decode_block_table") = false, py::arg("prefill_schedule") = py::none(),
+           py::arg("schedule_safe") = py::none())
       .def("__getitem__",
            [](const PyStepOutputs& s, const std::string& name) {
              for (int k = 0; k < kOutputs; ++k) {

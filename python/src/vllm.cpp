@@ -146,6 +146,11 @@ class VllmBuilder {
   VllmBuilder(const Geometry& g, const py::dict& buffers, const py::dict& classes, int64_t device,
               bool row_table_every_step)
       : g_(g), device_(device), row_table_every_step_(row_table_every_step) {
+    if (g_.contract() != Contract::gluon_mxfp4) {
+      fail(fmt::format("vLLM's ROCm MXFP4 indexer launches the Gluon kernel, which reads contract=gluon_mxfp4; this "
+                       "geometry's is {} (docs/vllm.md)",
+                       contract_name(g_.contract())));
+    }
     reserve(plan_, g_);
     const Memory wanted = device >= 0 ? Memory::device : Memory::host;
     for (int b = 0; b < kBuffers; ++b) {

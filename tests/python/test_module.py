@@ -421,3 +421,37 @@ def test_a_launch_view_is_cut_from_the_array_it_starts_not_the_one_before():
     view = idxplan.decode_launch(g, plan, inputs, outputs).row_block_table
     assert view.shape == (3, cols) and view[:, 0].tolist() == [7, 7, 8]
     assert np.shares_memory(view, outputs["decode_block_table"])
+
+
+def test_a_flydsl_geometry_sizes_fills_and_views_its_grids():
+    config = idxplan.deepseek_v41_config(256)
+    config.update(contract="flydsl_fp4", max_num_seqs=64, max_num_batched_tokens=4096, max_model_len=65536,
+                  max_logits_mb=1)
+    geometry = idxplan.make_geometry(**config)
+    assert geometry.config["contract"] == "flydsl_fp4"
+    sizes = idxplan.step_buffer_sizes(geometry)
+    assert sizes["schedule_safe"] > 1 and sizes["prefill_schedule"] > 0
+    assert sizes["decode_schedule"] == 4 * min(64 * geometry.max_decode_rows, max(1024, 4 * geometry.max_decode_rows))
+    qsl = np.array([0, 2, 4, 304], dtype=np.int32)  # two MTP decodes (flattened), a prompt
+    lens = np.array([9000, 300, 1300], dtype=np.int32)
+    plan = idxplan.Planner(geometry).plan(qsl, lens)
+    table = np.zeros((3, geometry.max_blocks_per_seq), dtype=np.int32)
+    inputs = idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl, block_table=table)
+    outputs = idxplan.host_step_outputs(geometry)
+    idxplan.fill_step_buffers(geometry, plan, inputs, outputs)
+    decode = idxplan.decode_launch(geometry, plan, inputs, outputs)
+    assert (decode.num_seqs, decode.next_n, decode.num_ctas) == (4, 1, 4 * 64)  # every chunk a row can have
+    assert decode.max_seq_len == geometry.logits_width
+    rows = decode.schedule.reshape(-1, 4)
+    assert rows[:, 0].max() < 4 and rows[-1].tolist() == [0, 0, 1, 0]  # four batches, idle past them
+    assert decode.safe.tolist() == [1]
+    chunk = idxplan.prefill_launch(geometry, plan, 0, inputs, outputs)
+    assert chunk.num_ctas == 1024 and chunk.safe.tolist() == [1]
+    live = chunk.schedule.reshape(-1, 6)
+    assert live[0].tolist() == [0, 0, 0, 1, 0, (1300 - 299) // 4]  # the first row sees its causal end
+    with pytest.raises(idxplan.StepError, match="StepOutputs.prefill_schedule is null"):
+        idxplan.fill_step_buffers(geometry, plan, inputs, idxplan.StepOutputs(
+            **{name: outputs[name] for name in outputs.names if name not in ("prefill_schedule", "schedule_safe")}))
+    with pytest.raises(idxplan.ConfigError, match="decode_parallel_units=8 and prefill_parallel_units=0 size "
+                                                  "flydsl_fp4's grids"):
+        idxplan.make_geometry(**dict(idxplan.deepseek_v41_config(256), decode_parallel_units=8))

@@ -48,6 +48,8 @@ inline constexpr const char* kReplayUsage =
     "  --json                      the report as JSON\n"
     "  --series FILE               per-step time, kind and plan_step time as JSON\n"
     "  --dump-steps FILE           every step as a line of `idxplan plan` input\n"
+    "  --contract NAME             gluon_mxfp4 (default) or flydsl_fp4: the consumer whose words the\n"
+    "                              steps write, and are checked for\n"
     "  --failed-step FILE          where a failed step goes (default: stderr)\n";
 
 using HookFactory = std::function<std::unique_ptr<StepHook>(const Geometry&)>;
@@ -86,6 +88,7 @@ inline int replay_main(const std::vector<std::string>& args, const HookFactory& 
   SchedulerConfig sc;
   ReplayOptions options;
   std::string input, series_path, dump_path, failed_path;
+  idxplan::Contract contract = idxplan::Contract::gluon_mxfp4;
   std::size_t limit = 0;
   int32_t compute_units = 256;
   bool as_json = false;
@@ -117,6 +120,12 @@ inline int replay_main(const std::vector<std::string>& args, const HookFactory& 
       else if (a == "--num-compute-units") compute_units = number<int32_t>(a, value());
       else if (a == "--series") series_path = value();
       else if (a == "--dump-steps") dump_path = value();
+      else if (a == "--contract") {
+        const std::string name = value();
+        if (!idxplan::contract_from_name(name, contract)) {
+          throw std::invalid_argument("--contract takes gluon_mxfp4 or flydsl_fp4, not " + name);
+        }
+      }
       else if (a == "--failed-step") failed_path = value();
       else if (a == "--capture-sizes") {
         sc.capture_sizes.clear();
@@ -150,6 +159,7 @@ inline int replay_main(const std::vector<std::string>& args, const HookFactory& 
     config.max_num_seqs = sc.max_num_seqs;
     config.max_num_batched_tokens = sc.max_num_batched_tokens;
     config.num_speculative_tokens = sc.num_speculative_tokens;
+    config.contract = contract;
     const idxplan::Geometry geometry = idxplan::make_geometry(config);
     std::ofstream dump;
     if (!dump_path.empty()) {

@@ -134,6 +134,8 @@ class DeviceHook : public tool::StepHook {
         {"prefill_query_start_loc", outputs_.prefill_query_start_loc.data, host.prefill_query_start_loc,
          used.prefill_query_start_loc},
         {"decode_schedule", outputs_.decode_schedule.data, host.decode_schedule, used.decode_schedule},
+        {"prefill_schedule", outputs_.prefill_schedule.data, host.prefill_schedule, used.prefill_schedule},
+        {"schedule_safe", outputs_.schedule_safe.data, host.schedule_safe, used.schedule_safe},
     };
     for (const auto& b : buffers) {
       got_.resize(static_cast<std::size_t>(b.words));
@@ -142,6 +144,8 @@ class DeviceHook : public tool::StepHook {
       const bool rows = b.device == outputs_.decode_block_table.data;
       for (std::size_t i = 0; i < got_.size(); ++i) {
         if (rows && static_cast<int32_t>(i % static_cast<std::size_t>(stride_)) >= plan.decode.num_block_cols) continue;
+        // A prefill-only step writes no decode grid's `safe`.
+        if (b.device == outputs_.schedule_safe.data && i == 0 && !plan.decode.grid.present()) continue;
         if (got_[i] != b.host[i]) {
           throw std::runtime_error(fmt::format("device {}[{}]={} but the CPU reference wrote {}", b.name, i,
                                                got_[i], b.host[i]));

@@ -240,6 +240,25 @@ TEST(Replay, TheShippedTracesFirst500RequestsPlanAndCheckEveryStep) {
   EXPECT_EQ(dumped, r.steps);
 }
 
+TEST(Replay, TheShippedTracesFirst500RequestsCheckEveryFlydslGrid) {
+  // Every step's FlyDSL grids against the drop-ins' rules on the step's
+  // own lengths (replay.hpp's fp4_grid_violation), and their buffers.
+  SchedulerConfig sc;
+  IndexerConfig c = deepseek_v41_config(256);
+  c.max_num_seqs = sc.max_num_seqs;
+  c.max_num_batched_tokens = sc.max_num_batched_tokens;
+  c.contract = Contract::flydsl_fp4;
+  const ReplayReport r = replay(make_geometry(c), shipped_first_500(), sc, ReplayOptions{});
+  EXPECT_EQ(r.finished, 500u);
+  EXPECT_EQ(r.native, 0);  // compression 4: the decode rows run flattened
+  bool grids = false;
+  for (const BufferUse& b : r.buffers) {
+    EXPECT_LE(b.used, b.reserved) << b.name;
+    grids = grids || (b.name == std::string("prefill_schedule") && b.used > 0);
+  }
+  EXPECT_TRUE(grids);
+}
+
 TEST(Replay, AStepThePlannerRefusesStopsTheReplayWithTheStep) {
   const std::vector<TraceRequest> trace{request(0, 5000, 1)};
   SchedulerConfig sc;

@@ -132,48 +132,6 @@ inline json step_request_json(const IndexerConfig& c, const Step& s) {
 
 namespace detail {
 
-// flydsl_fp4: the step's grids are aiter's schedules (the drop-ins' rules,
-// contracts/flydsl_fp4.hpp) of the lengths the step wrote: its decode
-// batches' contexts, each chunk's rows' ends with their requests.
-inline std::string fp4_grid_violation(const Geometry& g, const StepPlan& p, const Step& s, const StepOutputs& out) {
-  using namespace flydsl_fp4;
-  const auto differs = [](const int32_t* got, const std::vector<int32_t>& want) {
-    return !std::equal(want.begin(), want.end(), got);
-  };
-  const GridShape& d = p.decode.grid;
-  if (p.decode.num_rows > 0) {
-    const bool seqs = p.decode.native.present();
-    const int32_t* lengths = seqs ? out.context_lens.data : out.decode_row_lens.data;
-    const std::vector<int32_t> contexts(lengths, lengths + d.batches);
-    const VarctxShape shape = varctx_shape(d.batches, kBlockK, d.ctas, g.logits_width(), d.next_n);
-    std::vector<int32_t> want(static_cast<std::size_t>(shape.words()));
-    int32_t safe = 0;
-    fill_varctx_schedule(shape, contexts, want, &safe);
-    if (safe != out.schedule_safe.data[0] || differs(out.decode_schedule.data, want)) {
-      return "the decode grid is not compute_varctx_schedule's of the step's decode contexts";
-    }
-  }
-  for (std::size_t k = 0; k < p.prefill.size(); ++k) {
-    const PrefillPlan& c = p.prefill[k];
-    std::vector<int32_t> batches, ends;
-    for (int32_t t = c.token_start; t < c.token_end; ++t) {
-      int32_t r = c.first_request;
-      while (s.query_start_loc[static_cast<std::size_t>(r) + 1] <= t) ++r;
-      batches.push_back(r - c.first_request);
-      ends.push_back(out.prefill_row_ends.data[t - p.num_decode_tokens]);
-    }
-    const PrefillShape shape = prefill_shape(c.token_end - c.token_start, kBlockK, c.grid.ctas, c.width);
-    std::vector<int32_t> want(static_cast<std::size_t>(shape.words()));
-    int32_t safe = 0;
-    const std::vector<int32_t> starts(ends.size(), 0);
-    fill_prefill_schedule(shape, batches, starts, ends, want, &safe);
-    if (safe != out.schedule_safe.data[1 + k] || differs(out.prefill_schedule.data + c.grid.words, want)) {
-      return fmt::format("chunk {}'s grid is not compute_prefill_schedule's of its rows' ends", k);
-    }
-  }
-  return "";
-}
-
 // The invariants a replayed step keeps: every request's tokens in the plan,
 // buffers within the geometry's sizes, every launch within what the plan
 // sized (launch_check.hpp). An empty string when all hold.
@@ -207,7 +165,7 @@ inline std::string step_violation(const Geometry& g, const StepPlan& p, const St
     return "a buffer's words pass step_buffer_sizes";
   }
   if (g.contract() == Contract::flydsl_fp4) {
-    const std::string grids = fp4_grid_violation(g, p, s, out);
+    const std::string grids = flydsl_fp4::grid_violation(g, p, s.query_start_loc, out);
     if (!grids.empty()) return grids;
   }
   return launch_bound_violation(g, p, in, out);

@@ -62,7 +62,10 @@ int32_t field(FuzzedDataProvider& in, int32_t keep) {
 }
 
 IndexerConfig fuzz_config(FuzzedDataProvider& in) {
+  // The contract first, so that the seeds' configs meet both.
+  const Contract contract = in.ConsumeBool() ? Contract::flydsl_fp4 : Contract::gluon_mxfp4;
   IndexerConfig c = deepseek_v41_config(in.ConsumeIntegralInRange<int32_t>(1, 64));
+  c.contract = contract;
   c.max_num_seqs = in.ConsumeIntegralInRange<int32_t>(1, 96);
   c.max_num_batched_tokens = in.ConsumeIntegralInRange<int32_t>(1, 3000);
   c.max_model_len = in.ConsumeIntegralInRange<int32_t>(1, 1 << 18);
@@ -85,6 +88,8 @@ IndexerConfig fuzz_config(FuzzedDataProvider& in) {
   c.max_num_seqs = field(in, c.max_num_seqs);
   c.max_num_batched_tokens = field(in, c.max_num_batched_tokens);
   c.max_blocks_per_seq = field(in, c.max_blocks_per_seq);
+  c.decode_parallel_units = field(in, c.decode_parallel_units);
+  c.prefill_parallel_units = field(in, c.prefill_parallel_units);
   return c;
 }
 
@@ -262,6 +267,8 @@ void check_kernel(const Geometry& g, const StepPlan& plan, const std::vector<int
       {"decode_schedule", out.decode_schedule, host.decode_schedule},
       {"prefill_key_starts", out.prefill_key_starts, host.prefill_key_starts},
       {"prefill_key_ends", out.prefill_key_ends, host.prefill_key_ends},
+      {"prefill_schedule", out.prefill_schedule, host.prefill_schedule},
+      {"schedule_safe", out.schedule_safe, host.schedule_safe},
   };
   std::vector<int32_t> words;
   for (const auto& p : pairs) {
@@ -300,7 +307,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   try {
     const Geometry g = make_geometry(config);
     const StepBufferSizes sizes = step_buffer_sizes(g);
-    if (sizes.decode_block_table + sizes.prefill_query_start_loc + 2 * sizes.prefill_rows > kMaxWords) {
+    if (sizes.decode_block_table + sizes.prefill_query_start_loc + 2 * sizes.prefill_rows + sizes.decode_schedule +
+            sizes.prefill_schedule > kMaxWords) {
       return 0;
     }
     const Step s = fuzz_step(in, g);
@@ -358,6 +366,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     }
     check_buffers(g, plan, buffers.context_lens, buffers.decode_row_lens, buffers.prefill_row_ends,
                   buffers.decode_schedule);
+    if (g.contract() == Contract::flydsl_fp4) {
+      // The grids are the drop-ins' (aiter's) of the lengths the step wrote.
+      const std::string grids = flydsl_fp4::grid_violation(g, plan, qsl, out);
+      if (!grids.empty()) {
+        std::fprintf(stderr, "fuzz_plan: %s\n", grids.c_str());
+        std::abort();
+      }
+    }
     // No launch is told to read past what the plan sized for it.
     const std::string violation = launch_bound_violation(g, plan, inputs, out);
     if (!violation.empty()) {
@@ -391,7 +407,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       FUZZ_CHECK(inside(l.query_start_loc, l.num_reqs + 1, buffers.prefill_query_start_loc));
       FUZZ_CHECK(l.max_blocks <= s.cols);
       FUZZ_CHECK(inside(l.block_table, int64_t{l.num_reqs - 1} * s.stride + l.max_blocks, table));
+      FUZZ_CHECK(l.schedule == nullptr || inside(l.schedule, 6 * int64_t{l.num_ctas}, buffers.prefill_schedule));
+      FUZZ_CHECK(l.safe == nullptr || inside(l.safe, 1, buffers.schedule_safe));
     }
+    FUZZ_CHECK(d.safe == nullptr || inside(d.safe, 1, buffers.schedule_safe));
     for (std::size_t i = 0; i < plan.gather_launches.size(); ++i) {
       const CandidateLaunch l = candidate_launch(g, plan, i, inputs, out);
       FUZZ_CHECK(inside(l.row_ends, l.token_end - l.token_start, buffers.prefill_row_ends));

@@ -13,12 +13,20 @@
 // a row: its request, counted from the chunk's first (the launch view's
 // block table starts there), a window from key 0 to its row end.
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include <fmt/format.h>
+
+#include "idxplan/config.hpp"
 #include "idxplan/contracts/flydsl_fp4.hpp"
 #include "idxplan/host_device.hpp"
 #include "idxplan/plan/prefill.hpp"
+#include "idxplan/plan/span.hpp"
 #include "idxplan/plan/step_args.hpp"
+#include "idxplan/plan/step_io.hpp"
 
 namespace idxplan::flydsl_fp4 {
 
@@ -126,6 +134,50 @@ inline void fill_launch_schedules(const StepArgs& a) {
                  ChunkStore{&a, a.groups, c.group, c.token_start, a.out.prefill_schedule.data + c.words});
     return true;
   });
+}
+
+// Where a filled step's grids are not aiter's schedules (the drop-ins'
+// rules above) of the lengths the step wrote (its decode batches' contexts,
+// each chunk's rows' ends with their requests): a description, or empty.
+// `query_start_loc` is the step's, on the host; `out` host memory. For
+// checks (the idxplan command's replay, the tests, an engine in doubt);
+// allocates.
+inline std::string grid_violation(const Geometry& g, const StepPlan& p, Span<const int32_t> query_start_loc,
+                                  const StepOutputs& out) {
+  const auto differs = [](const int32_t* got, const std::vector<int32_t>& want) {
+    return !std::equal(want.begin(), want.end(), got);
+  };
+  const GridShape& d = p.decode.grid;
+  if (p.decode.num_rows > 0) {
+    const int32_t* lengths = p.decode.native.present() ? out.context_lens.data : out.decode_row_lens.data;
+    const std::vector<int32_t> contexts(lengths, lengths + d.batches);
+    const VarctxShape shape = varctx_shape(d.batches, kBlockK, d.ctas, g.logits_width(), d.next_n);
+    std::vector<int32_t> want(static_cast<std::size_t>(shape.words()));
+    int32_t safe = 0;
+    fill_varctx_schedule(shape, contexts, want, &safe);
+    if (safe != out.schedule_safe.data[0] || differs(out.decode_schedule.data, want)) {
+      return "the decode grid is not compute_varctx_schedule's of the step's decode contexts";
+    }
+  }
+  for (std::size_t k = 0; k < p.prefill.size(); ++k) {
+    const PrefillPlan& c = p.prefill[k];
+    std::vector<int32_t> batches, ends;
+    int32_t r = c.first_request;
+    for (int32_t t = c.token_start; t < c.token_end; ++t) {
+      while (query_start_loc[static_cast<std::size_t>(r) + 1] <= t) ++r;
+      batches.push_back(r - c.first_request);
+      ends.push_back(out.prefill_row_ends.data[t - p.num_decode_tokens]);
+    }
+    const std::vector<int32_t> starts(ends.size(), 0);
+    const PrefillShape shape = prefill_shape(c.token_end - c.token_start, kBlockK, c.grid.ctas, c.width);
+    std::vector<int32_t> want(static_cast<std::size_t>(shape.words()));
+    int32_t safe = 0;
+    fill_prefill_schedule(shape, batches, starts, ends, want, &safe);
+    if (safe != out.schedule_safe.data[1 + k] || differs(out.prefill_schedule.data + c.grid.words, want)) {
+      return fmt::format("prefill chunk {}'s grid is not compute_prefill_schedule's of its rows' ends", k);
+    }
+  }
+  return "";
 }
 
 }  // namespace idxplan::flydsl_fp4

@@ -254,11 +254,11 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
     }
     d.rows_are_requests =
         !d.native.present() && rows_are_requests(query_start_loc, split.num_decodes, d.num_rows);
-    if (fp4) {
+    if (fp4 && d.num_rows > 0) {  // decodes of no rows (before a prefill) launch nothing
       d.grid = d.native.present() ? detail::fp4_decode_grid(g, d.native.num_seqs, d.native.next_n)
                                   : detail::fp4_decode_grid(g, d.num_rows, 1);
       plan.num_schedule_safe_words = 1;
-    } else {
+    } else if (!fp4) {
       d.schedule = d.native.present()
                        ? schedule_shape(g, d.native.num_seqs, d.native.next_n, true)
                        : schedule_shape(g, d.num_rows, 1, false);

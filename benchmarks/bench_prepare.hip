@@ -245,8 +245,9 @@ struct Figures {
 // `always_table` asks for decode_block_table on every step, as every step
 // wrote it before the table was read in place.
 Figures run_case(const std::string& name, int32_t compute_units, const bench::BenchStep& step,
-                 bool always_table, device::Stream s) {
+                 bool always_table, device::Stream s, Contract contract = Contract::gluon_mxfp4) {
   IndexerConfig c = bench::deepseek_config();
+  c.contract = contract;
   c.num_compute_units = compute_units;
   c.max_num_seqs = 4096;
   c.max_num_batched_tokens = 32768;
@@ -282,7 +283,7 @@ Figures run_case(const std::string& name, int32_t compute_units, const bench::Be
   Figures f;
   f.name = name;
   f.rows = plan.decode.num_rows;
-  f.slots = plan.decode.schedule.num_ctas;
+  f.slots = contract == Contract::gluon_mxfp4 ? plan.decode.schedule.num_ctas : plan.decode.grid.ctas;
   f.cols = plan.decode.num_block_cols;
   f.table = !plan.has_decode() ? "-" : writes_decode_block_table(plan, out) ? "copied" : "engine";
   f.empty_e = timer.eager(empty);
@@ -294,8 +295,10 @@ Figures run_case(const std::string& name, int32_t compute_units, const bench::Be
   f.fused_e = timer.eager(fused);
   f.fused_g1 = timer.graph1(fused);
   f.fused_g100 = timer.graph100(fused);
-  f.sched_g100 = timer.graph100(launch(schedule_only(args)));
-  f.rest_g100 = timer.graph100(launch(rest));
+  // flydsl_fp4's grids read the decode rows schedule_only takes away: its
+  // halves are not timed apart.
+  f.sched_g100 = contract == Contract::gluon_mxfp4 ? timer.graph100(launch(schedule_only(args))) : 0.0;
+  f.rest_g100 = contract == Contract::gluon_mxfp4 ? timer.graph100(launch(rest)) : 0.0;
   f.ref_e = timer.eager(reference);
   f.ref_g1 = timer.graph1(reference);
   f.host_empty = timer.host(empty);
@@ -345,8 +348,10 @@ int main(int argc, char** argv) {
   check(rt::stream_create(&s), "stream");
   std::vector<Figures> all;
   const auto run = [&](const std::string& name, int32_t compute_units, const bench::BenchStep& step,
-                       bool always_table) {
-    if (name.find(only) != std::string::npos) all.push_back(run_case(name, compute_units, step, always_table, s));
+                       bool always_table, Contract contract = Contract::gluon_mxfp4) {
+    if (name.find(only) != std::string::npos) {
+      all.push_back(run_case(name, compute_units, step, always_table, s, contract));
+    }
   };
   // num_compute_units as planned: 256, and 512 for 4096 sequences.
   for (const int32_t n : {4, 8, 16, 32, 64, 256, 1024, 4096}) {
@@ -359,6 +364,13 @@ int main(int argc, char** argv) {
   run("one_row_1024", 256, bench::one_row_decodes(1024), false);
   run("flat_1024", 256, bench::flat_decodes(1024), false);
   run("mixed_1024", 256, bench::mixed_1024(), false);
+  // flydsl_fp4 (aiter main's FlyDSL kernels): the same MTP decodes, flattened
+  // (compression 4), so the rows' table is copied as on a ragged step; and
+  // the mixed step, its chunk's grid beside the decode grid.
+  for (const int32_t n : {4, 16, 64, 256, 1024, 4096}) {
+    run("fp4 decode_" + std::to_string(n), n == 4096 ? 512 : 256, bench::mtp_decodes(n), false, Contract::flydsl_fp4);
+  }
+  run("fp4 mixed_1024", 256, bench::mixed_1024(), false, Contract::flydsl_fp4);
   print(all);
   (void)rt::stream_destroy(s);
   return 0;

@@ -63,6 +63,7 @@ struct LaunchChunk {
 
 // Calls f(chunk) for the launch's chunks in order, until f returns false:
 // group by group, each cut into chunks of slice_rows rows (the last the rest).
+IDXPLAN_HOST_INSTANTIATED
 template <class F>
 IDXPLAN_HD void for_each_chunk(const StepArgs& a, const ChunkGroup* groups, const F& f) {
   if (a.fp4_prefill_base <= 0) return;

@@ -379,7 +379,7 @@ inline void enqueue_varctx_schedule(const VarctxShape& s, const int32_t* context
   detail::require_device_pointer(kFn, "safe", safe, 1);
   const detail::ScheduleGrid grid = detail::schedule_grid(s.slots);
   const VarctxLaunch a{s, context_lens, cta_info, safe, grid.slots_per_block};
-  IDXPLAN_KERNEL_LAUNCH(varctx_schedule_kernel<>, grid.blocks, kScheduleThreads, 0, stream)(a);
+  IDXPLAN_KERNEL_LAUNCH(varctx_schedule_kernel<>, static_cast<uint32_t>(grid.blocks), kScheduleThreads, 0, stream)(a);
   device::check(device::rt::last_error(), "varctx_schedule_kernel launch");
 }
 
@@ -395,7 +395,8 @@ inline void enqueue_prefill_schedule(const PrefillShape& s, const int32_t* row_t
   detail::require_device_pointer(kFn, "safe", safe, 1);
   const detail::ScheduleGrid grid = detail::schedule_grid(s.ctas);
   const PrefillLaunch a{s, row_to_batch, local_starts, local_ends, cta_info, safe, grid.slots_per_block};
-  IDXPLAN_KERNEL_LAUNCH(prefill_schedule_kernel<>, grid.blocks, kScheduleThreads, 0, stream)(a);
+  IDXPLAN_KERNEL_LAUNCH(prefill_schedule_kernel<>, static_cast<uint32_t>(grid.blocks), kScheduleThreads, 0,
+                        stream)(a);
   device::check(device::rt::last_error(), "prefill_schedule_kernel launch");
 }
 

@@ -119,7 +119,7 @@ IDXPLAN_HD Split split_of(int32_t row, int32_t k, int32_t chunks, int32_t safe) 
 
 // The decode words of slot `slot`, next_n rows of them: split.row is the
 // batch, `context` its length.
-IDXPLAN_HD void store_decode_slot(int32_t* cta_info, int32_t slot, int32_t next_n, const Split& split,
+IDXPLAN_HD void store_decode_slot(int32_t* cta_info, int32_t slot, int32_t next_n, Split split,
                                   int32_t context) {
   int32_t* w = cta_info + int64_t{slot} * next_n * kDecodeWords;
   const bool live = split.row >= 0;
@@ -133,7 +133,7 @@ IDXPLAN_HD void store_decode_slot(int32_t* cta_info, int32_t slot, int32_t next_
 
 // The prefill words of slot `slot`: split.row is the row, `batch`,
 // `local_start` and `local_end` its.
-IDXPLAN_HD void store_prefill_slot(int32_t* cta_info, int32_t slot, const Split& split, int32_t batch,
+IDXPLAN_HD void store_prefill_slot(int32_t* cta_info, int32_t slot, Split split, int32_t batch,
                                    int32_t local_start, int32_t local_end) {
   int32_t* w = cta_info + int64_t{slot} * kPrefillWords;
   const bool live = split.row >= 0;
@@ -335,7 +335,7 @@ inline void fill_varctx_schedule(const VarctxShape& s, Span<const int32_t> conte
   detail::require_words(kFn, "cta_info", static_cast<int64_t>(cta_info.size()), s.words());
   const auto chunks = [&](int32_t b) { return chunks_of(context_lens[static_cast<std::size_t>(b)], s.block_k); };
   *safe = safe_chunks(s.batches, chunks, s.slots, s.s_max);
-  assign_slots(s.batches, chunks, *safe, s.slots, [&](int32_t slot, const Split& split) {
+  assign_slots(s.batches, chunks, *safe, s.slots, [&](int32_t slot, Split split) {
     const int32_t context = split.row >= 0 ? context_lens[static_cast<std::size_t>(split.row)] : 0;
     store_decode_slot(cta_info.data(), slot, s.next_n, split, context);
   });
@@ -355,7 +355,7 @@ inline void fill_prefill_schedule(const PrefillShape& s, Span<const int32_t> row
   detail::require_words(kFn, "cta_info", static_cast<int64_t>(cta_info.size()), s.words());
   const auto chunks = [&](int32_t r) { return chunks_of(local_ends[static_cast<std::size_t>(r)], s.block_k); };
   *safe = safe_chunks(s.rows, chunks, s.ctas, s.s_max);
-  assign_slots(s.rows, chunks, *safe, s.ctas, [&](int32_t slot, const Split& split) {
+  assign_slots(s.rows, chunks, *safe, s.ctas, [&](int32_t slot, Split split) {
     const auto r = static_cast<std::size_t>(split.row >= 0 ? split.row : 0);
     const bool live = split.row >= 0;
     store_prefill_slot(cta_info.data(), slot, split, live ? row_to_batch[r] : 0, live ? local_starts[r] : 0,

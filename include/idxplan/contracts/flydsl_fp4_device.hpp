@@ -187,6 +187,23 @@ __device__ __forceinline__ int32_t unit_rows(const ScheduleShared<kThreads>& sh,
   return (u + 1 < count ? sh.first[u + 1] : rows) - sh.first[u];
 }
 
+// The block's sum of the rows' splits at `s` chunks a CTA, in every thread:
+// over the staged units, or over the rows read again.
+template <int kThreads, class Source>
+__device__ __forceinline__ int64_t block_splits(const Source& source, Units units, int32_t count, int32_t rows,
+                                                int32_t block_k, int32_t s, ScheduleShared<kThreads>& sh) {
+  const int t = static_cast<int>(threadIdx.x);
+  int64_t n = 0;
+  if (units != Units::none) {
+    for (int32_t u = t; u < count; u += kThreads) {
+      n += int64_t{unit_rows(sh, units, u, count, rows)} * splits_of(sh.chunks[u], s);
+    }
+  } else {
+    for (int32_t i = t; i < rows; i += kThreads) n += splits_of(chunks_of(source.keys(i), block_k), s);
+  }
+  return block_sum(n, sh);
+}
+
 }  // namespace detail
 
 // Writes CTAs [slot_begin, slot_end) of the schedule of `rows` rows whose
@@ -205,22 +222,10 @@ __device__ __forceinline__ void write_schedule(const Source& source, int32_t row
   const ChunkStats stats = detail::stage_units(source, rows, block_k, s_max, sh, &units, &count);
   const bool staged = units != Units::none;
 
-  // splits(s) over the rows: over the units where staged, else over the rows again.
-  const auto splits_at = [&](int32_t s) {
-    int64_t n = 0;
-    if (staged) {
-      for (int32_t u = t; u < count; u += kThreads) {
-        n += int64_t{detail::unit_rows(sh, units, u, count, rows)} * splits_of(sh.chunks[u], s);
-      }
-    } else {
-      for (int32_t i = t; i < rows; i += kThreads) n += splits_of(chunks_of(source.keys(i), block_k), s);
-    }
-    return detail::block_sum(n, sh);
-  };
   SafeRange range = safe_range(stats, slots, s_max);
   while (range.lo < range.hi) {  // the same in every thread
     const int32_t mid = range.lo + (range.hi - range.lo) / 2;
-    if (splits_at(mid) <= slots) {
+    if (detail::block_splits(source, units, count, rows, block_k, mid, sh) <= slots) {
       range.hi = mid;
     } else {
       range.lo = mid + 1;
@@ -288,7 +293,7 @@ struct ArrayDecodeStore {
   int32_t* cta_info;
   const int32_t* context_lens;
   int32_t next_n;
-  __device__ void operator()(int32_t slot, const Split& split) const {
+  __device__ void operator()(int32_t slot, Split split) const {
     store_decode_slot(cta_info, slot, next_n, split, split.row >= 0 ? context_lens[split.row] : 0);
   }
 };
@@ -298,7 +303,7 @@ struct ArrayPrefillStore {
   const int32_t* row_to_batch;
   const int32_t* local_starts;
   const int32_t* local_ends;
-  __device__ void operator()(int32_t slot, const Split& split) const {
+  __device__ void operator()(int32_t slot, Split split) const {
     const int32_t r = split.row >= 0 ? split.row : 0;
     const bool live = split.row >= 0;
     store_prefill_slot(cta_info, slot, split, live ? row_to_batch[r] : 0, live ? local_starts[r] : 0,

@@ -44,7 +44,7 @@ struct DecodeRows {
 
 struct DecodeStore {
   const StepArgs* a;
-  IDXPLAN_HD void operator()(int32_t slot, const Split& split) const {
+  IDXPLAN_HD void operator()(int32_t slot, Split split) const {
     store_decode_slot(a->out.decode_schedule.data, slot, decode_next_n(*a), split,
                       split.row >= 0 ? DecodeRows{a}.keys(split.row) : 0);
   }
@@ -52,7 +52,7 @@ struct DecodeStore {
 
 // One prefill chunk of a launch: its group, its tokens and its grid.
 struct LaunchChunk {
-  const ChunkGroup* group = nullptr;
+  int32_t group = -1;  // of the launch's groups; -1: none (past the last)
   int32_t token_start = 0;
   int32_t token_end = 0;
   int32_t index = 0;  // the step's chunk: its `safe` is word 1 + index
@@ -61,30 +61,38 @@ struct LaunchChunk {
   int32_t words = 0;  // its cta_info's first word in prefill_schedule
 };
 
-// Calls f(chunk) for the launch's chunks in order, until f returns false:
-// group by group, each cut into chunks of slice_rows rows (the last the rest).
-IDXPLAN_HOST_INSTANTIATED
-template <class F>
-IDXPLAN_HD void for_each_chunk(const StepArgs& a, const ChunkGroup* groups, const F& f) {
-  if (a.fp4_prefill_base <= 0) return;
+// The chunk of group k from token t: a group is cut into chunks of
+// slice_rows rows, the last the rest; the chunk's logits are the group's
+// width, max_seq_len / C.
+IDXPLAN_HD LaunchChunk launch_chunk(const StepArgs& a, const ChunkGroup* groups, int32_t k, int32_t t, int32_t index,
+                                    int32_t words) {
+  const ChunkGroup& g = groups[k];
   LaunchChunk c;
-  c.index = a.fp4_first_chunk;
-  c.words = a.fp4_first_word;
-  for (int32_t k = 0; k < a.num_groups; ++k) {
-    const ChunkGroup& g = groups[k];
-    c.group = &g;
-    const int32_t width = a.by_compress_ratio.divide(g.max_seq_len);  // the chunks' logits columns
-    c.s_max = width > 0 ? chunks_of(width, kBlockK) : 1;
-    for (int32_t t = g.token_start; t < g.token_end; t += g.slice_rows) {
-      c.token_start = t;
-      c.token_end = g.token_end - t < g.slice_rows ? g.token_end : t + g.slice_rows;
-      const int32_t rows = c.token_end - c.token_start;
-      c.ctas = rows > a.fp4_prefill_base ? rows : a.fp4_prefill_base;
-      if (!f(c)) return;
-      c.words += kPrefillWords * c.ctas;
-      ++c.index;
-    }
+  c.group = k;
+  c.token_start = t;
+  c.token_end = g.token_end - t < g.slice_rows ? g.token_end : t + g.slice_rows;
+  c.index = index;
+  const int32_t rows = c.token_end - c.token_start;
+  c.ctas = rows > a.fp4_prefill_base ? rows : a.fp4_prefill_base;
+  const int32_t width = a.by_compress_ratio.divide(g.max_seq_len);
+  c.s_max = width > 0 ? chunks_of(width, kBlockK) : 1;
+  c.words = words;
+  return c;
+}
+
+// The launch's chunks in order: for (c = first_chunk(..); c.group >= 0;
+// c = next_chunk(.., c)). None without prefill grids.
+IDXPLAN_HD LaunchChunk first_chunk(const StepArgs& a, const ChunkGroup* groups) {
+  if (a.fp4_prefill_base <= 0 || a.num_groups == 0) return LaunchChunk{};
+  return launch_chunk(a, groups, 0, groups[0].token_start, a.fp4_first_chunk, a.fp4_first_word);
+}
+IDXPLAN_HD LaunchChunk next_chunk(const StepArgs& a, const ChunkGroup* groups, const LaunchChunk& c) {
+  const int32_t words = c.words + kPrefillWords * c.ctas;
+  if (c.token_end < groups[c.group].token_end) return launch_chunk(a, groups, c.group, c.token_end, c.index + 1, words);
+  if (c.group + 1 < a.num_groups) {
+    return launch_chunk(a, groups, c.group + 1, groups[c.group + 1].token_start, c.index + 1, words);
   }
+  return LaunchChunk{};
 }
 
 // Keys of row j of a chunk: the row end of its token.
@@ -101,7 +109,7 @@ struct ChunkStore {
   const ChunkGroup* group;
   int32_t first_token;
   int32_t* cta_info;
-  IDXPLAN_HD void operator()(int32_t slot, const Split& split) const {
+  IDXPLAN_HD void operator()(int32_t slot, Split split) const {
     int32_t batch = 0;
     int32_t end = 0;
     if (split.row >= 0) {
@@ -125,16 +133,15 @@ inline void fill_launch_schedules(const StepArgs& a) {
     a.out.schedule_safe.data[0] = safe;
     assign_slots(decode_batches(a), chunks, safe, slots, DecodeStore{&a});
   }
-  for_each_chunk(a, a.groups, [&](const LaunchChunk& c) {
+  for (LaunchChunk c = first_chunk(a, a.groups); c.group >= 0; c = next_chunk(a, a.groups, c)) {
     const ChunkRows rows{&a, a.groups, c.token_start};
     const auto chunks = [&](int32_t j) { return chunks_of(rows.keys(j), kBlockK); };
     const int32_t n = c.token_end - c.token_start;
     const int32_t safe = safe_chunks(n, chunks, c.ctas, c.s_max);
     a.out.schedule_safe.data[1 + c.index] = safe;
     assign_slots(n, chunks, safe, c.ctas,
-                 ChunkStore{&a, a.groups, c.group, c.token_start, a.out.prefill_schedule.data + c.words});
-    return true;
-  });
+                 ChunkStore{&a, a.groups, a.groups + c.group, c.token_start, a.out.prefill_schedule.data + c.words});
+  }
 }
 
 // Where a filled step's grids are not aiter's schedules (the drop-ins'

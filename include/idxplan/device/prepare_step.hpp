@@ -146,10 +146,9 @@ IDXPLAN_HD int32_t fp4_chunk_blocks(int32_t ctas) { return (ctas + kFp4SlotsPerB
 
 inline int32_t fp4_grid_blocks(const StepArgs& a) {
   int32_t blocks = fp4_decode_blocks(a);
-  flydsl_fp4::for_each_chunk(a, a.groups, [&](const flydsl_fp4::LaunchChunk& c) {
+  for (auto c = flydsl_fp4::first_chunk(a, a.groups); c.group >= 0; c = flydsl_fp4::next_chunk(a, a.groups, c)) {
     blocks += fp4_chunk_blocks(c.ctas);
-    return true;
-  });
+  }
   return blocks;
 }
 
@@ -930,23 +929,18 @@ __device__ __forceinline__ void write_fp4_grids(const StepArgs& a, int32_t b, Gr
     return;
   }
   const ChunkGroup* groups = stage_groups(a, group_words);
-  flydsl_fp4::LaunchChunk chunk;
   int32_t block = b - decode;  // within the chunks' blocks, then within its chunk's
-  flydsl_fp4::for_each_chunk(a, groups, [&](const flydsl_fp4::LaunchChunk& c) {
-    const int32_t blocks = fp4_chunk_blocks(c.ctas);
-    if (block < blocks) {
-      chunk = c;
-      return false;
-    }
-    block -= blocks;
-    return true;
-  });
+  flydsl_fp4::LaunchChunk chunk = flydsl_fp4::first_chunk(a, groups);
+  while (block >= fp4_chunk_blocks(chunk.ctas)) {  // the grid's blocks end with the last chunk's
+    block -= fp4_chunk_blocks(chunk.ctas);
+    chunk = flydsl_fp4::next_chunk(a, groups, chunk);
+  }
   const int32_t begin = block * kFp4SlotsPerBlock;
   const int32_t end = chunk.ctas - begin < kFp4SlotsPerBlock ? chunk.ctas : begin + kFp4SlotsPerBlock;
   flydsl_fp4::write_schedule(
       flydsl_fp4::ChunkRows{&a, groups, chunk.token_start}, chunk.token_end - chunk.token_start, flydsl_fp4::kBlockK,
       chunk.ctas, chunk.s_max, begin, end,
-      flydsl_fp4::ChunkStore{&a, groups, chunk.group, chunk.token_start, a.out.prefill_schedule.data + chunk.words},
+      flydsl_fp4::ChunkStore{&a, groups, groups + chunk.group, chunk.token_start, a.out.prefill_schedule.data + chunk.words},
       block == 0 ? a.out.schedule_safe.data + 1 + chunk.index : nullptr, sh);
 }
 

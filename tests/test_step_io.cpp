@@ -208,7 +208,7 @@ TEST(CheckStepBuffers, TakesPlanSizedBuffersOfARaggedStepOfPaddingOnly) {
   EXPECT_EQ(sizes.decode_block_table, 0);
   // The engine's own stride: the rows would be that far apart, had they columns.
   HostStepBuffers host(sizes, g.max_blocks_per_seq(), -7);
-  const Words table(2 * g.max_blocks_per_seq(), 5);
+  const Words table(static_cast<std::size_t>(2 * g.max_blocks_per_seq()), 5);
   const StepInputs in = make_step_inputs(lens, qsl, table, g.max_blocks_per_seq());
   EXPECT_EQ(buffers_error(g, plan, in, host.outputs()), "no error");
   fill_step_buffers(g, plan, in, host.outputs());

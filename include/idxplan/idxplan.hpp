@@ -16,7 +16,7 @@
 #include "idxplan/plan/launches.hpp"
 #include "idxplan/plan/prefill.hpp"
 #include "idxplan/plan/rows.hpp"
-#include "idxplan/plan/schedule.hpp"
+#include "idxplan/contracts/gluon_mxfp4.hpp"
 #include "idxplan/plan/span.hpp"
 #include "idxplan/plan/split.hpp"
 #include "idxplan/plan/step.hpp"

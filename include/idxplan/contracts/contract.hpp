@@ -16,11 +16,11 @@ namespace idxplan {
 enum class Contract : int32_t {
   // aiter's Gluon gfx950 MXFP4 kernel (aiter branch), fed by vLLM's ROCm
   // MXFP4 indexer: decode_schedule holds [num_ctas, 4] descriptors
-  // (plan/schedule.hpp, device/prepare_step.hpp). The default.
+  // (contracts/gluon_mxfp4*.hpp). The default.
   gluon_mxfp4 = 0,
   // aiter main's FlyDSL pa_mqa_logits_fp4 and _prefill, called by sglang:
   // cta_info and `safe` for the decode rows and each prefill chunk
-  // (contracts/flydsl_fp4.hpp).
+  // (contracts/flydsl_fp4*.hpp).
   flydsl_fp4 = 1,
 };
 

@@ -19,8 +19,11 @@
 #include <cstdint>
 
 #include "idxplan/contracts/flydsl_fp4.hpp"
+#include "idxplan/contracts/flydsl_fp4_step.hpp"
+#include "idxplan/device/block.hpp"
 #include "idxplan/device/runtime.hpp"
 #include "idxplan/device/scan.hpp"
+#include "idxplan/plan/step_args.hpp"
 
 namespace idxplan::flydsl_fp4 {
 
@@ -406,3 +409,66 @@ inline void enqueue_prefill_schedule(const PrefillShape& s, const int32_t* row_t
 }
 
 }  // namespace idxplan::flydsl_fp4
+
+// The step's grids: the same writer in the schedule part of the prepare
+// launch (device/prepare_step.hpp), at its block size, over the launch's
+// decode rows and prefill chunks (flydsl_fp4_step.hpp).
+namespace idxplan::device {
+
+// flydsl_fp4's grids take the schedule's
+// part under that contract: kFp4SlotsPerBlock CTAs of the decode grid a
+// block (its first launch), then as many of each chunk's of the launch's.
+inline constexpr int32_t kFp4SlotsPerBlock = 2 * kPrepareThreads;
+
+IDXPLAN_HD int32_t fp4_decode_blocks(const StepArgs& a) {
+  if (!a.writes_decode || a.fp4_decode_ctas <= 0) return 0;
+  const int32_t slots = a.fp4_decode_ctas / flydsl_fp4::decode_next_n(a);
+  return (slots + kFp4SlotsPerBlock - 1) / kFp4SlotsPerBlock;
+}
+IDXPLAN_HD int32_t fp4_chunk_blocks(int32_t ctas) { return (ctas + kFp4SlotsPerBlock - 1) / kFp4SlotsPerBlock; }
+
+inline int32_t fp4_grid_blocks(const StepArgs& a) {
+  int32_t blocks = fp4_decode_blocks(a);
+  for (auto c = flydsl_fp4::first_chunk(a, a.groups); c.group >= 0; c = flydsl_fp4::next_chunk(a, a.groups, c)) {
+    blocks += fp4_chunk_blocks(c.ctas);
+  }
+  return blocks;
+}
+
+namespace detail {
+
+// Block `b` of flydsl_fp4's grids (fp4_grid_blocks): the decode grid's
+// CTAs [b * kFp4SlotsPerBlock, +kFp4SlotsPerBlock), or past them, the one
+// chunk's whose blocks hold it. The chunk groups are staged first, as the
+// chunks' rows search them.
+__device__ __forceinline__ void write_fp4_grids(const StepArgs& a, int32_t b, GroupWords& group_words) {
+  __shared__ flydsl_fp4::ScheduleShared<kPrepareThreads> sh;
+  const int32_t decode = fp4_decode_blocks(a);
+  if (b < decode) {
+    const int32_t slots = a.fp4_decode_ctas / flydsl_fp4::decode_next_n(a);
+    const int32_t begin = b * kFp4SlotsPerBlock;
+    const int32_t end = slots - begin < kFp4SlotsPerBlock ? slots : begin + kFp4SlotsPerBlock;
+    flydsl_fp4::write_schedule(flydsl_fp4::DecodeRows{&a}, flydsl_fp4::decode_batches(a), flydsl_fp4::kBlockK, slots,
+                               a.fp4_decode_s_max, begin, end, flydsl_fp4::DecodeStore{&a},
+                               b == 0 ? a.out.schedule_safe.data : nullptr, sh);
+    return;
+  }
+  const ChunkGroup* groups = stage_groups(a, group_words);
+  int32_t block = b - decode;  // within the chunks' blocks, then within its chunk's
+  flydsl_fp4::LaunchChunk chunk = flydsl_fp4::first_chunk(a, groups);
+  while (block >= fp4_chunk_blocks(chunk.ctas)) {  // the grid's blocks end with the last chunk's
+    block -= fp4_chunk_blocks(chunk.ctas);
+    chunk = flydsl_fp4::next_chunk(a, groups, chunk);
+  }
+  const int32_t begin = block * kFp4SlotsPerBlock;
+  const int32_t end = chunk.ctas - begin < kFp4SlotsPerBlock ? chunk.ctas : begin + kFp4SlotsPerBlock;
+  flydsl_fp4::write_schedule(
+      flydsl_fp4::ChunkRows{&a, groups, chunk.token_start}, chunk.token_end - chunk.token_start, flydsl_fp4::kBlockK,
+      chunk.ctas, chunk.s_max, begin, end,
+      flydsl_fp4::ChunkStore{&a, groups, groups + chunk.group, chunk.token_start, a.out.prefill_schedule.data + chunk.words},
+      block == 0 ? a.out.schedule_safe.data + 1 + chunk.index : nullptr, sh);
+}
+
+}  // namespace detail
+
+}  // namespace idxplan::device

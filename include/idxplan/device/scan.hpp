@@ -20,7 +20,7 @@
 #include <cstdint>
 
 #include "idxplan/device/runtime.hpp"
-#include "idxplan/plan/schedule.hpp"
+#include "idxplan/contracts/gluon_mxfp4.hpp"
 
 #if defined(IDXPLAN_CPU_DEVICE)
 // runtime.hpp's CPU stand-in has the few CUB and rocPRIM names used here.

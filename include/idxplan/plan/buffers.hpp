@@ -12,6 +12,7 @@
 
 #include "idxplan/config.hpp"
 #include "idxplan/contracts/flydsl_fp4_step.hpp"
+#include "idxplan/contracts/gluon_mxfp4_step.hpp"
 #include "idxplan/plan/step_args.hpp"
 #include "idxplan/plan/step_io.hpp"
 #include "idxplan/plan/types.hpp"
@@ -62,19 +63,7 @@ inline void fill_step_launch(const StepArgs& a) {
     }
   }
 
-  const ScheduleShape& s = a.schedule;
-  if (!s.present()) return;
-  TileStats stats{};
-  for (int32_t u = 0; u < s.work; ++u) stats = TileStats{}(stats, TileStats::of(unit_tiles_at(a, u)));
-  const int32_t per_slice = tiles_per_slice(s, a.all_live, stats.total, stats.live, stats.max_tiles);
-  int32_t slot = 0;
-  for (int32_t u = 0; u < s.work && slot < s.num_ctas; ++u) {
-    const int32_t slices = unit_slices(unit_tiles_at(a, u), per_slice);
-    for (int32_t i = 0; i < slices && slot < s.num_ctas; ++i, ++slot) {
-      detail::store_descriptor(a.out.decode_schedule.data, slot, unit_descriptor(a.by_row_blocks, u, i, slices));
-    }
-  }
-  for (; slot < s.num_ctas; ++slot) detail::store_descriptor(a.out.decode_schedule.data, slot, Descriptor{});
+  fill_decode_schedule(a);
 }
 
 // The CPU reference of a whole step: every launch the device would make,

@@ -18,7 +18,7 @@
 #include "idxplan/plan/decode.hpp"
 #include "idxplan/plan/gather.hpp"
 #include "idxplan/plan/prefill.hpp"
-#include "idxplan/plan/schedule.hpp"
+#include "idxplan/contracts/gluon_mxfp4.hpp"
 #include "idxplan/plan/span.hpp"
 #include "idxplan/plan/split.hpp"
 #include "idxplan/plan/types.hpp"

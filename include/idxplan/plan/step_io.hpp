@@ -19,7 +19,7 @@
 #include "idxplan/config.hpp"
 #include "idxplan/error.hpp"
 #include "idxplan/plan/divide.hpp"
-#include "idxplan/plan/schedule.hpp"
+#include "idxplan/contracts/gluon_mxfp4.hpp"
 #include "idxplan/plan/span.hpp"
 #include "idxplan/plan/types.hpp"
 

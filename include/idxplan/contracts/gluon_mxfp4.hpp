@@ -2,10 +2,14 @@
 // SPDX-FileCopyrightText: Copyright idxplan contributors
 #pragma once
 
-// The decode schedule: its shape, which the host decides from the step's
-// shape alone (docs/design.md 5.4), and the per-unit rules the device applies to
-// the step's lengths to write the descriptors (section 6), which aiter's
-// kernel reads unchanged.
+// gluon_mxfp4, the default contract (contract.hpp): the decode schedule
+// aiter's Gluon MXFP4 kernel reads, [num_ctas, 4] descriptors. Here its
+// shape, which the host decides from the step's shape alone (docs/design.md
+// 5.4), and the per-unit rules the device applies to the step's lengths to
+// write the descriptors (section 6); gluon_mxfp4_step.hpp applies them over a
+// launch (the CPU fill) and gluon_mxfp4_device.hpp on the GPU. Its names
+// were the library's before contracts had rooms, so they stay in namespace
+// idxplan, where engines call them.
 
 #include <algorithm>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SPDX-FileCopyrightText: Copyright idxplan contributors
-#include "idxplan/plan/schedule.hpp"
+#include "idxplan/contracts/gluon_mxfp4.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -59,14 +59,7 @@ enum class Units { rows, runs, none };
 
 namespace detail {
 
-template <class T>
-__device__ T lane_value(const T& v, int lane) {
-#if defined(__HIP_PLATFORM_AMD__)
-  return rocprim::warp_shuffle(v, lane, device::BlockPrimitives<64>::kWarpSize);
-#else
-  return __shfl_sync(~0u, v, lane);
-#endif
-}
+using device::lane_value;
 
 // The block's stats, in every thread: the warps' by shuffles, then theirs
 // through shared memory. Two barriers.

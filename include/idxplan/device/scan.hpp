@@ -15,12 +15,13 @@
 // combines the warps' partials itself, so no second barrier broadcasts a
 // result. The stats' tiles are never negative. Their warp_ versions serve a
 // schedule of a unit or two a lane, which every warp computes on its own
-// with no barrier at all, as does warp_or, where redux has it.
+// with no barrier at all, as does warp_or, where redux has it. lane_value
+// is a warp's shuffle, for the contracts' own sums.
 
 #include <cstdint>
 
-#include "idxplan/device/runtime.hpp"
 #include "idxplan/contracts/gluon_mxfp4.hpp"
+#include "idxplan/device/runtime.hpp"
 
 #if defined(IDXPLAN_CPU_DEVICE)
 // runtime.hpp's CPU stand-in has the few CUB and rocPRIM names used here.
@@ -209,5 +210,15 @@ struct BlockPrimitives {
   }
 #endif
 };
+
+// Lane `lane`'s `v`, in every lane of the warp that asks.
+template <class T>
+__device__ T lane_value(const T& v, int lane) {
+#if defined(__HIP_PLATFORM_AMD__)
+  return rocprim::warp_shuffle(v, lane, BlockPrimitives<64>::kWarpSize);
+#else
+  return __shfl_sync(~0u, v, lane);
+#endif
+}
 
 }  // namespace idxplan::device

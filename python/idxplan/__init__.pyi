@@ -172,7 +172,8 @@ class StepOutputs:
         (None under gluon_mxfp4)."""
     def __getitem__(self, name: str) -> Any: ...
     @property
-    def names(self) -> list[str]: ...
+    def names(self) -> list[str]:
+        """The buffers given, in this order: those left None are not among them."""
     @property
     def always_write_decode_block_table(self) -> bool: ...
     @property

@@ -18,6 +18,7 @@
 #include "arrays.hpp"
 #include "idxplan/contracts/flydsl_fp4.hpp"
 #include "torch_arrays.hpp"
+#include "torch_calls.hpp"
 #if defined(IDXPLAN_PYTHON_DEVICE)
 #include "device.hpp"
 #endif
@@ -25,30 +26,9 @@
 namespace idxplan::python {
 namespace {
 
-// An integer argument: an int or anything with an integer __index__, never a
-// bool or a float.
-int64_t as_index(py::handle v, const char* function, const char* name) {
-  const auto refuse = [&] {
-    fail(fmt::format("{}: {} must be an integer, got {}", function, name, py::repr(v).cast<std::string>()));
-  };
-  if (PyBool_Check(v.ptr()) || PyIndex_Check(v.ptr()) == 0) refuse();
-  PyObject* index = PyNumber_Index(v.ptr());
-  if (index == nullptr) {
-    PyErr_Clear();
-    refuse();
-  }
-  int overflow = 0;
-  const long long value = PyLong_AsLongLongAndOverflow(index, &overflow);
-  Py_DECREF(index);
-  if (overflow != 0) fail(fmt::format("{}: {} does not fit int64", function, name));
-  return value;
-}
-
-class AiterSchedules {
+class AiterSchedules : TorchCalls {
  public:
-  AiterSchedules() : torch_(load_torch(true)) {
-    if (!torch_.tensor_type) fail("idxplan.aiter takes torch tensors: import torch before calling it");
-  }
+  AiterSchedules() : TorchCalls("idxplan.aiter") {}
 
   // compute_varctx_schedule(context_lens, block_k, parallel_unit_num,
   // max_seq_len, next_n=1, cta_info_out=None) -> (safe_out, cta_info, P)
@@ -146,24 +126,6 @@ class AiterSchedules {
     return read_engine(torch_, owner, name, 1, false);
   }
 
-  // A new int32 tensor of `shape` where `like` (int32) lives: like.new_empty(shape).
-  static py::object new_empty(const EngineArray& like, const py::tuple& shape) {
-    static PyObject* const name = intern("new_empty");
-    PyObject* t = PyObject_CallMethodOneArg(like.obj.ptr(), name, shape.ptr());
-    if (t == nullptr) throw py::error_already_set();
-    return py::reinterpret_steal<py::object>(t);
-  }
-
-  // The words of a tensor this core made (int32, contiguous).
-  int32_t* pointer(const py::object& tensor) const {
-    if (torch_.exchange != nullptr) {
-      detail::DLTensor t{};
-      if (torch_.exchange->dltensor_from_py_object_no_sync(tensor.ptr(), &t) != 0) throw py::error_already_set();
-      return reinterpret_cast<int32_t*>(static_cast<char*>(t.data) + t.byte_offset);
-    }
-    return reinterpret_cast<int32_t*>(PyLong_AsVoidPtr(call_method(tensor, tensor_names().data_ptr).ptr()));
-  }
-
   // cta_info_out, checked to hold `ctas` rows of `width` words where `like`
   // lives, or a new [ctas, width] int32 tensor there.
   py::object output(py::handle given, const char* function, int32_t ctas, int32_t width, const EngineArray& like) {
@@ -178,38 +140,6 @@ class AiterSchedules {
     return py::reinterpret_borrow<py::object>(given);
   }
 
-  static void same_device(const EngineArray& a, const EngineArray& b, const char* function, const char* a_name,
-                          const char* b_name) {
-    if (a.memory != b.memory || a.device != b.device) {
-      fail(fmt::format("{}: {} is in {} memory{} and {} in {}{}", function, a_name, memory_name(a.memory),
-                       a.memory == Memory::device ? fmt::format(" (GPU {})", a.device) : "", b_name,
-                       memory_name(b.memory), b.memory == Memory::device ? fmt::format(" (GPU {})", b.device) : ""));
-    }
-  }
-
-  static Span<const int32_t> host_span(const EngineArray& a) {
-    return Span<const int32_t>(static_cast<const int32_t*>(a.data), static_cast<std::size_t>(a.rows));
-  }
-
-#if defined(IDXPLAN_PYTHON_DEVICE)
-  // torch's current stream on the lengths' GPU, which must be the current one.
-  std::uintptr_t launch_stream(const EngineArray& a, const char* function) const {
-    const int current = python::current_device();
-    if (a.device != current) {
-      fail(fmt::format("{}: the tensors are on GPU {}, and the current GPU is {}; launch with torch.cuda.device({})",
-                       function, a.device, current, a.device));
-    }
-    return current_stream(torch_, a.device);
-  }
-#else
-  [[noreturn]] static void no_device_part(const char* function) {
-    fail(fmt::format("{}: this idxplan was built without a device part (pip install with --config-settings "
-                     "device=cuda or device=hip); CPU tensors take the CPU fill",
-                     function));
-  }
-#endif
-
-  Torch torch_;
 };
 
 }  // namespace

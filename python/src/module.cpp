@@ -22,6 +22,7 @@
 #include "idxplan/idxplan.hpp"
 #include "idxplan/json.hpp"
 #include "aiter.hpp"
+#include "deepgemm.hpp"
 #include "vllm.hpp"
 #if defined(IDXPLAN_PYTHON_DEVICE)
 #include "device.hpp"
@@ -575,8 +576,12 @@ PYBIND11_MODULE(_idxplan, m) {
              }
              throw py::key_error(name);
            })
-      .def_property_readonly("names", [](const PyStepOutputs&) {
-        return std::vector<std::string>(std::begin(kOutputNames), std::end(kOutputNames));
+      .def_property_readonly("names", [](const PyStepOutputs& s) {  // the buffers given, not the None ones
+        std::vector<std::string> given;
+        for (int k = 0; k < kOutputs; ++k) {
+          if (!s.arrays[k].owner.is_none()) given.emplace_back(kOutputNames[k]);
+        }
+        return given;
       })
       .def_property_readonly("always_write_decode_block_table",
                              [](const PyStepOutputs& s) { return s.raw.always_write_decode_block_table; })
@@ -596,6 +601,7 @@ PYBIND11_MODULE(_idxplan, m) {
 
   register_vllm(m);
   register_aiter(m);
+  register_deepgemm(m);
 
 #if defined(IDXPLAN_PYTHON_DEVICE)
   m.attr("device_platform") = device_platform();

@@ -202,7 +202,10 @@ inline Torch load_torch(bool stream) {
   t.tensor_type = torch.attr("Tensor");
   t.int32 = torch.attr("int32");
   t.int64 = torch.attr("int64");
-  if (stream) t.raw_stream = torch.attr("_C").attr("_cuda_getCurrentRawStream");
+  // A CPU-only torch (Debian's) has no CUDA stream getter: its tensors are
+  // all host ones, which take the CPU fills.
+  const py::object c = torch.attr("_C");
+  if (stream && py::hasattr(c, "_cuda_getCurrentRawStream")) t.raw_stream = c.attr("_cuda_getCurrentRawStream");
   if (py::hasattr(t.tensor_type, "__dlpack_c_exchange_api__")) {
     t.exchange_capsule = t.tensor_type.attr("__dlpack_c_exchange_api__");
     t.exchange = exchange_api(t.exchange_capsule);
@@ -222,11 +225,13 @@ inline std::uintptr_t current_stream(const Torch& torch, int64_t device) {
     }
     return reinterpret_cast<std::uintptr_t>(stream);
   }
+  if (!torch.raw_stream) fail(fmt::format("this torch has no CUDA streams, and a tensor is on GPU {}", device));
   const py::object index = py::int_(device);
   PyObject* handle = PyObject_CallOneArg(torch.raw_stream.ptr(), index.ptr());
   if (handle == nullptr) throw py::error_already_set();
   const auto stream = reinterpret_cast<std::uintptr_t>(PyLong_AsVoidPtr(handle));
   Py_DECREF(handle);
+  if (PyErr_Occurred() != nullptr) throw py::error_already_set();
   return stream;
 }
 #endif

@@ -5,6 +5,7 @@
 
 #include "device.hpp"
 
+#include "idxplan/contracts/deepgemm_sm90_device.hpp"
 #include "idxplan/contracts/flydsl_fp4_device.hpp"
 #include "idxplan/device/prepare_step.hpp"
 #include "idxplan/device/runtime.hpp"
@@ -53,6 +54,11 @@ void enqueue_prefill_schedule(const flydsl_fp4::PrefillShape& s, const int32_t* 
                               int32_t* safe, std::uintptr_t stream) {
   flydsl_fp4::enqueue_prefill_schedule(s, row_to_batch, local_starts, local_ends, cta_info, safe,
                                        reinterpret_cast<device::Stream>(stream));
+}
+
+void enqueue_deepgemm_metadata(const deepgemm_sm90::MetadataShape& s, const int32_t* context_lens, int32_t* out,
+                               std::uintptr_t stream) {
+  deepgemm_sm90::enqueue_metadata(s, context_lens, out, reinterpret_cast<device::Stream>(stream));
 }
 
 }  // namespace idxplan::python

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "idxplan/config.hpp"
+#include "idxplan/contracts/deepgemm_sm90.hpp"
 #include "idxplan/contracts/flydsl_fp4.hpp"
 #include "idxplan/plan/buffers.hpp"
 #include "idxplan/plan/types.hpp"
@@ -35,5 +36,8 @@ void enqueue_varctx_schedule(const flydsl_fp4::VarctxShape& s, const int32_t* co
 void enqueue_prefill_schedule(const flydsl_fp4::PrefillShape& s, const int32_t* row_to_batch,
                               const int32_t* local_starts, const int32_t* local_ends, int32_t* cta_info,
                               int32_t* safe, std::uintptr_t stream);
+// The deepgemm_sm90 metadata's one launch on `stream` (idxplan.deepgemm).
+void enqueue_deepgemm_metadata(const deepgemm_sm90::MetadataShape& s, const int32_t* context_lens, int32_t* out,
+                               std::uintptr_t stream);
 
 }  // namespace idxplan::python

@@ -16,6 +16,12 @@
 // (tests/cpu_device), on device copies of the same arrays: the launch
 // refuses exactly what the CPU fill refuses, and writes every word of every
 // buffer as the CPU fill does, leaving the rest as it found them.
+//
+// Each filled step's decode rows also go through DeepGEMM's metadata
+// (contracts/deepgemm_sm90.hpp) as vLLM's CUDA builder asks it, on a number
+// of SMs from the input: the CPU fill's rows are in order, and on
+// fuzz_prepare the device writer's words are the CPU fill's, or every row
+// the end where the CPU fill refuses the lengths.
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -26,8 +32,10 @@
 #include <limits>
 #include <vector>
 
+#include "idxplan/contracts/deepgemm_sm90.hpp"
 #include "idxplan/idxplan.hpp"
 #if defined(IDXPLAN_CPU_DEVICE)
+#include "idxplan/contracts/deepgemm_sm90_device.hpp"
 #include "idxplan/device/prepare_step.hpp"
 #include "idxplan/device/step_buffers.hpp"
 #endif
@@ -299,6 +307,34 @@ void check_kernel(const Geometry& g, const StepPlan& plan, const std::vector<int
 }
 #endif
 
+// DeepGEMM's metadata of `lens` ([batch, next_n], the step's decode rows)
+// on `num_sms` SMs: each row's (atom, split) at or after the one before, the
+// last the end; on fuzz_prepare, the device writer's words.
+void check_deepgemm(const std::vector<int32_t>& lens, int32_t batch, int32_t next_n, int32_t num_sms) {
+  if (batch > deepgemm_sm90::kMaxBatch) return;
+  const deepgemm_sm90::MetadataShape m = deepgemm_sm90::metadata_shape(batch, next_n, deepgemm_sm90::kBlockKv, num_sms);
+  const Span<const int32_t> rows(lens.data(), static_cast<std::size_t>(int64_t{batch} * next_n));
+  std::vector<int32_t> want(static_cast<std::size_t>(m.words()));
+  try {
+    deepgemm_sm90::fill_metadata(m, rows, want);
+    for (int32_t sm = 1; sm <= num_sms; ++sm) {
+      const auto at = static_cast<std::size_t>(2 * sm);
+      FUZZ_CHECK(want[at] > want[at - 2] || (want[at] == want[at - 2] && want[at + 1] >= want[at - 1]));
+    }
+    FUZZ_CHECK(want[want.size() - 2] == static_cast<int32_t>(static_cast<uint32_t>(batch) * m.atoms()));
+  } catch (const StepError&) {
+    for (int32_t sm = 0; sm <= num_sms; ++sm) deepgemm_sm90::store_end_row(m, want.data() + 2 * sm);
+  }
+#if defined(IDXPLAN_CPU_DEVICE)
+  const device::DeviceArray<int32_t> d_lens = on_device(std::vector<int32_t>(rows.data(), rows.data() + rows.size()));
+  device::DeviceArray<int32_t> d_out(want.size());
+  deepgemm_sm90::enqueue_metadata(m, d_lens.data(), d_out.data(), nullptr);
+  std::vector<int32_t> got(want.size());
+  device::check(device::rt::memcpy_to_host(got.data(), d_out.data(), got.size() * sizeof(int32_t)), "read");
+  FUZZ_CHECK(got == want);
+#endif
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
@@ -373,6 +409,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         std::fprintf(stderr, "fuzz_plan: %s\n", grids.c_str());
         std::abort();
       }
+    }
+    const DecodeLaunch dg = decode_launch(g, plan, inputs, out);
+    if (dg.num_seqs > 0) {
+      check_deepgemm(buffers.decode_row_lens, dg.num_seqs, dg.next_n, in.ConsumeIntegralInRange<int32_t>(1, 300));
     }
     // No launch is told to read past what the plan sized for it.
     const std::string violation = launch_bound_violation(g, plan, inputs, out);

@@ -47,6 +47,14 @@ TEST(Splits, AreDeepGemmsUint32CeilingOf256Keys) {
   EXPECT_EQ(splits_of(-256), 16777215u);
 }
 
+TEST(Splits, FitUint32UnitsWithoutA64BitProductWrapping) {
+  EXPECT_TRUE(units_fit(16777215, 256));   // 2^32 - 256 units
+  EXPECT_FALSE(units_fit(16777217, 256));  // 2^32 + 256
+  EXPECT_TRUE(units_fit(0, 1u << 30));
+  // 2^38 splits of 2^30 atoms is 2^68 units: a uint64 product would wrap to 0.
+  EXPECT_FALSE(units_fit(uint64_t{1} << 38, 1u << 30));
+}
+
 TEST(Metadata, GivesTheFirstSmsOneUnitMore) {
   // Splits 2, 0 and 3: five units on four SMs, SM 0 takes two.
   EXPECT_EQ(metadata({300, 0, 700}, 1, 4), (Words{0, 0, 2, 0, 2, 1, 2, 2, 3, 0}));
@@ -130,8 +138,8 @@ TEST(Metadata, RefusesLengthsWhoseUnitsPassUint32) {
   // sequences come to 2^33 - 512 units, which DeepGEMM's sums wrap.
   const Words lens(2 * 512, -256);
   EXPECT_EQ(error_of(lens, 2, 512, 64, 132, 266),
-            "get_paged_mqa_logits_metadata: context_lens come to 8589934080 (atom, KV split) units (33554430 "
-            "splits of 256 keys, 256 atoms a sequence), past uint32, where DeepGEMM's sums wrap");
+            "get_paged_mqa_logits_metadata: context_lens come to 33554430 splits of 256 keys, 256 atoms a "
+            "sequence: more (atom, KV split) units than uint32 counts, where DeepGEMM's sums wrap");
   // One such sequence fits: 4,294,967,040 units.
   EXPECT_EQ(metadata(Words(512, -256), 512, 1), (Words{0, 0, 256, 0}));
 }

@@ -110,9 +110,9 @@ IDXPLAN_HD uint32_t first_unit(const MetadataShape& s, uint32_t total, int32_t s
 }
 
 // Row `sm` of the metadata, into row[0..1]: the unit it starts at found
-// among the sequences by `units_before(q)`, the inclusive prefix sum of the
-// splits of sequences [0, q] (q < batch), and `splits_total` their sum, as
-// DeepGEMM's binary search finds it.
+// among the sequences by DeepGEMM's binary search over `prefix(q)`, the
+// splits of sequences [0, q] (q < batch), `splits_total` being all of
+// theirs.
 template <class Prefix>
 IDXPLAN_HD void store_row(const MetadataShape& s, Prefix prefix, uint32_t splits_total, int32_t sm, int32_t* row) {
   const uint32_t atoms = s.atoms();
@@ -135,6 +135,9 @@ IDXPLAN_HD void store_row(const MetadataShape& s, Prefix prefix, uint32_t splits
   row[0] = static_cast<int32_t>(lo * atoms + atom);
   row[1] = static_cast<int32_t>(splits > 0 ? offset % splits : 0u);
 }
+
+// Whether `splits` splits of `atoms` atoms each are units uint32 counts.
+IDXPLAN_HD bool units_fit(uint64_t splits, uint32_t atoms) { return splits <= 0xFFFFFFFFull / atoms; }
 
 // The end row (num_sms + 1 of them at once where the units overflow uint32).
 IDXPLAN_HD void store_end_row(const MetadataShape& s, int32_t* row) {
@@ -176,11 +179,11 @@ inline void fill_metadata(const MetadataShape& s, Span<const int32_t> context_le
     sum += splits_of(context_lens[static_cast<std::size_t>(int64_t{q} * s.next_n + s.next_n - 1)]);
     prefix[static_cast<std::size_t>(q)] = static_cast<uint32_t>(sum);
   }
-  if (sum * s.atoms() > std::numeric_limits<uint32_t>::max()) {
+  if (!units_fit(sum, s.atoms())) {
     throw StepError(fmt::format(
-        "get_paged_mqa_logits_metadata: context_lens come to {} (atom, KV split) units ({} splits of {} keys, {} "
-        "atoms a sequence), past uint32, where DeepGEMM's sums wrap",
-        sum * s.atoms(), sum, kSplitKv, s.atoms()));
+        "get_paged_mqa_logits_metadata: context_lens come to {} splits of {} keys, {} atoms a sequence: more "
+        "(atom, KV split) units than uint32 counts, where DeepGEMM's sums wrap",
+        sum, kSplitKv, s.atoms()));
   }
   for (int32_t sm = 0; sm <= s.num_sms; ++sm) {
     store_row(s, PrefixArray{prefix.data()}, static_cast<uint32_t>(sum), sm, out.data() + int64_t{sm} * kRowWords);

@@ -84,13 +84,12 @@ __device__ void write_metadata(const MetadataShape& s, const int32_t* context_le
   for (int32_t q = t; q < s.batch; q += kThreads) mine += splits_at(q);
   int64_t splits = 0;
   detail::block_exclusive_sum(mine, splits, sh);
-  const uint64_t units = static_cast<uint64_t>(splits) * s.atoms();
-  if (units > 0xFFFFFFFFull) {
+  const uint32_t atoms = s.atoms();
+  if (!units_fit(static_cast<uint64_t>(splits), atoms)) {
     for (int32_t sm = t; sm <= s.num_sms; sm += kThreads) store_end_row(s, out + int64_t{sm} * kRowWords);
     return;
   }
-  const auto total = static_cast<uint32_t>(units);
-  const uint32_t atoms = s.atoms();
+  const auto total = static_cast<uint32_t>(static_cast<uint64_t>(splits) * atoms);
   int64_t carry = 0;  // the splits of the tiles before
   for (int32_t base = 0; base < s.batch; base += kThreads) {
     const int32_t q = base + t;

@@ -38,6 +38,7 @@ inline int64_t as_index(py::handle v, const char* function, const char* name) {
   int overflow = 0;
   const long long value = PyLong_AsLongLongAndOverflow(index, &overflow);
   Py_DECREF(index);
+  if (value == -1 && PyErr_Occurred() != nullptr) throw py::error_already_set();
   if (overflow != 0) fail(fmt::format("{}: {} does not fit int64", function, name));
   return value;
 }

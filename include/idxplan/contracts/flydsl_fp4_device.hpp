@@ -408,9 +408,9 @@ inline void enqueue_prefill_schedule(const PrefillShape& s, const int32_t* row_t
 // decode rows and prefill chunks (flydsl_fp4_step.hpp).
 namespace idxplan::device {
 
-// flydsl_fp4's grids take the schedule's
-// part under that contract: kFp4SlotsPerBlock CTAs of the decode grid a
-// block (its first launch), then as many of each chunk's of the launch's.
+// The grids take the launch's schedule part: kFp4SlotsPerBlock CTAs of the
+// decode grid a block (in the step's first launch), then as many of each
+// of the launch's chunks'.
 inline constexpr int32_t kFp4SlotsPerBlock = 2 * kPrepareThreads;
 
 IDXPLAN_HD int32_t fp4_decode_blocks(const StepArgs& a) {

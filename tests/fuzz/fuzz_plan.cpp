@@ -410,10 +410,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         std::abort();
       }
     }
-    const DecodeLaunch dg = decode_launch(g, plan, inputs, out);
-    if (dg.num_seqs > 0) {
-      check_deepgemm(buffers.decode_row_lens, dg.num_seqs, dg.next_n, in.ConsumeIntegralInRange<int32_t>(1, 300));
-    }
     // No launch is told to read past what the plan sized for it.
     const std::string violation = launch_bound_violation(g, plan, inputs, out);
     if (!violation.empty()) {
@@ -424,6 +420,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     // Every launch view lies inside the arrays it points into: its counts
     // of rows and columns within the engine's table or the step buffers.
     const DecodeLaunch d = decode_launch(g, plan, inputs, out);
+    if (d.num_seqs > 0) {
+      check_deepgemm(buffers.decode_row_lens, d.num_seqs, d.next_n, in.ConsumeIntegralInRange<int32_t>(1, 300));
+    }
     const int64_t decode_rows = int64_t{d.num_seqs} * d.next_n;
     FUZZ_CHECK(inside(d.row_ends, decode_rows, buffers.decode_row_lens));
     FUZZ_CHECK(d.num_seqs == 0 || inside(d.context_lens, d.num_seqs, d.next_n > 1 ? buffers.context_lens

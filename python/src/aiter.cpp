@@ -113,9 +113,7 @@ class AiterSchedules : TorchCalls {
       a.obj = owner;
       if (read_exchanged(*torch_.exchange, obj, 1, false, a)) return a;
     }
-    const bool tensor =
-        PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(torch_.tensor_type.ptr())) != 0;
-    if (!tensor) fail(fmt::format("{}: {} must be a torch tensor, got {}", function, name, py::repr(obj).cast<std::string>()));
+    require_tensor(obj, function, name);
     const py::object shape = tensor_attr(obj, tensor_names().shape);
     if (PyTuple_GET_SIZE(shape.ptr()) != 1) {
       fail(fmt::format("{}: {} must be 1-D, got shape {}", function, name, py::repr(shape).cast<std::string>()));

@@ -40,12 +40,7 @@ class DeepGemmMetadata : TorchCalls {
                        "[batch, next_n] alone",
                        kFn));
     }
-    const bool tensor = PyObject_TypeCheck(context_lens.ptr(),
-                                           reinterpret_cast<PyTypeObject*>(torch_.tensor_type.ptr())) != 0;
-    if (!tensor) {
-      fail(fmt::format("{}: context_lens must be a torch tensor, got {}", kFn,
-                       py::repr(context_lens).cast<std::string>()));
-    }
+    require_tensor(context_lens, kFn, "context_lens");
     const std::string name = fmt::format("{}: context_lens", kFn);
     const EngineArray lens = read_engine(torch_, context_lens, name.c_str(), 2, false);
     if (lens.rows > 1 && lens.row_stride != lens.cols) {

@@ -51,6 +51,13 @@ class TorchCalls {
     if (!torch_.tensor_type) fail(fmt::format("{} takes torch tensors: import torch before calling it", module));
   }
 
+  // Refuses `obj`, argument `name` of `function`, unless it is a torch tensor.
+  void require_tensor(py::handle obj, const char* function, const char* name) const {
+    if (PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(torch_.tensor_type.ptr())) == 0) {
+      fail(fmt::format("{}: {} must be a torch tensor, got {}", function, name, py::repr(obj).cast<std::string>()));
+    }
+  }
+
   // A new int32 tensor of `shape` where `like` (int32) lives: like.new_empty(shape).
   static py::object new_empty(const EngineArray& like, const py::tuple& shape) {
     static PyObject* const name = intern("new_empty");

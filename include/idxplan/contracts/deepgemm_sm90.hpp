@@ -110,25 +110,25 @@ IDXPLAN_HD uint32_t first_unit(const MetadataShape& s, uint32_t total, int32_t s
 }
 
 // Row `sm` of the metadata, into row[0..1]: the unit it starts at found
-// among the sequences by DeepGEMM's binary search over `prefix(q)`, the
+// among the sequences by DeepGEMM's binary search over `prefix[q]`, the
 // splits of sequences [0, q] (q < batch), `splits_total` being all of
 // theirs.
-template <class Prefix>
-IDXPLAN_HD void store_row(const MetadataShape& s, Prefix prefix, uint32_t splits_total, int32_t sm, int32_t* row) {
+inline void store_row(const MetadataShape& s, const uint32_t* prefix, uint32_t splits_total, int32_t sm,
+                      int32_t* row) {
   const uint32_t atoms = s.atoms();
   const uint32_t start = first_unit(s, splits_total * atoms, sm);
   uint32_t lo = 0;
   uint32_t hi = static_cast<uint32_t>(s.batch);
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    const bool right = prefix(mid) * atoms <= start;
+    const bool right = prefix[mid] * atoms <= start;
     lo = right ? mid + 1 : lo;
     hi = right ? hi : mid;
   }
   // Sequence lo's splits; past the last, DeepGEMM reads its array's next
   // word, which a start past every unit never needs (its offset is 0).
-  const uint32_t before = lo == 0 ? 0u : prefix(lo - 1);
-  const uint32_t upto = lo < static_cast<uint32_t>(s.batch) ? prefix(lo) : splits_total;
+  const uint32_t before = lo == 0 ? 0u : prefix[lo - 1];
+  const uint32_t upto = lo < static_cast<uint32_t>(s.batch) ? prefix[lo] : splits_total;
   const uint32_t offset = start - before * atoms;
   const uint32_t splits = upto - before;
   const uint32_t atom = splits > 0 ? offset / splits : 0u;
@@ -144,12 +144,6 @@ IDXPLAN_HD void store_end_row(const MetadataShape& s, int32_t* row) {
   row[0] = static_cast<int32_t>(static_cast<uint32_t>(s.batch) * s.atoms());
   row[1] = 0;
 }
-
-// store_row's prefix sums from an array of them.
-struct PrefixArray {
-  const uint32_t* sums;
-  IDXPLAN_HD uint32_t operator()(uint32_t q) const { return sums[q]; }
-};
 
 namespace detail {
 
@@ -186,7 +180,7 @@ inline void fill_metadata(const MetadataShape& s, Span<const int32_t> context_le
         sum, kSplitKv, s.atoms()));
   }
   for (int32_t sm = 0; sm <= s.num_sms; ++sm) {
-    store_row(s, PrefixArray{prefix.data()}, static_cast<uint32_t>(sum), sm, out.data() + int64_t{sm} * kRowWords);
+    store_row(s, prefix.data(), static_cast<uint32_t>(sum), sm, out.data() + int64_t{sm} * kRowWords);
   }
 }
 

@@ -26,6 +26,7 @@ sizes time idxplan alone.
 import argparse
 import json
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -43,6 +44,19 @@ MSL = 262144  # keys: max_model_len 1M tokens at compression 4
 DECODE_SIZES = [4, 16, 64, 256, 1024, 4096]
 PREFILL_SIZES = [1024, 4096, 8192, 16384, 32768, 65536]
 AITER_MAX_BATCHES = 1024
+
+
+def aiter_version(path):
+    """The aiter tree's commit where it is a git checkout, else its folder's name: never the
+    machine's own path, which a committed result would point at."""
+    git = ["git", "-C", str(path), "rev-parse", "--show-toplevel", "HEAD"]
+    try:
+        top, commit = subprocess.run(git, capture_output=True, text=True, check=True).stdout.split()
+        if Path(top).resolve() == Path(path).resolve():  # its own checkout, not a folder inside another's
+            return f"ROCm/aiter at {commit}"
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        pass
+    return f"aiter tree {Path(path).name}"
 
 
 def host_us(call):
@@ -135,7 +149,7 @@ def main():
               f"{times(host):>7}")
         rows.append({"step": name, "ctas": ctas, **f, "rounds": figures[name]})
     if args.json:
-        Path(args.json).write_text(json.dumps({"aiter": str(args.aiter), "triton": triton.__version__,
+        Path(args.json).write_text(json.dumps({"aiter": aiter_version(args.aiter), "triton": triton.__version__,
                                                "torch": torch.__version__, "device": torch.cuda.get_device_name(),
                                                "steps": rows}, indent=1) + "\n")
 

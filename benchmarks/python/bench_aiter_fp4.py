@@ -27,19 +27,17 @@ import argparse
 import json
 import statistics
 import subprocess
-import time
 from pathlib import Path
 
 import torch
 import triton
 
 import aiter_fp4
-from bench_aiter_sched import graph_us
 from bench_steps import spread_context
+from gpu_timing import CALLS, graph_us, host_us
 from idxplan import aiter
 
 ROUNDS = 3
-CALLS = 300
 MSL = 262144  # keys: max_model_len 1M tokens at compression 4
 DECODE_SIZES = [4, 16, 64, 256, 1024, 4096]
 PREFILL_SIZES = [1024, 4096, 8192, 16384, 32768, 65536]
@@ -57,17 +55,6 @@ def aiter_version(path):
     except (OSError, ValueError, subprocess.CalledProcessError):
         pass
     return f"aiter tree {Path(path).name}"
-
-
-def host_us(call):
-    call()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(CALLS):
-        call()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return 1e6 * elapsed / CALLS
 
 
 def decode_step(n, next_n):

@@ -34,13 +34,12 @@ import triton.language as tl
 import idxplan
 from bench_steps import mtp_decodes
 from from_source import function_from_source
+from gpu_timing import LAUNCHES, TIMINGS, graph_us
 
 SCHEDULER = "_pa_mqa_logits_mxfp4_sched_kernel"
 ARGS = ["context_lens_ptr", "sched_ptr", "batch", "next_n", "num_ctas",
         "BLOCK_M", "BLOCK_KV", "ROW_BLOCKS", "ALIGN_W", "BLOCK_P"]
 BLOCK_P = 4  # the slots a scheduler program writes, as aiter's launcher sets it
-LAUNCHES = 100
-TIMINGS = 15
 ROUNDS = 3
 SIZES = [4, 8, 16, 32, 64, 256, 1024, 4096]
 
@@ -70,34 +69,6 @@ def _load_store(src, dst):
     # This process's floor, as idxplan_bench_prepare's "+load": one program
     # loads a length and stores it.
     tl.store(dst, tl.load(src))
-
-
-def warm_up():
-    """About 20 ms of a GPU spin before a timing, so that the clocks are up when it
-    starts, as idxplan_bench_prepare spins its SMs before each of its timings."""
-    torch.cuda._sleep(40 << 20)
-
-
-def graph_us(launch):
-    """Median microseconds a launch: LAUNCHES captured in one graph, replayed TIMINGS times."""
-    launch()  # compiles and warms outside the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(LAUNCHES):
-            launch()
-    graph.replay()
-    warm_up()
-    times = []
-    for _ in range(TIMINGS):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        stop.record()
-        stop.synchronize()
-        times.append(1000.0 * start.elapsed_time(stop) / LAUNCHES)
-    return statistics.median(times)
 
 
 class Step:

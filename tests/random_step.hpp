@@ -94,6 +94,39 @@ inline std::vector<Geometry> flydsl_geometries() {
   return out;
 }
 
+// deepgemm_sm90 geometries, pages of DeepGEMM's 64 keys: DeepSeek-V3.2's
+// uncompressed cache with MTP decodes native in sequences of 2 on an H100's
+// 132 SMs; next_n 4 at compression 4, which DeepGEMM's SM90 kernels take
+// flattened, on 5 SMs; adaptive drafts on one SM.
+inline std::vector<Geometry> deepgemm_geometries() {
+  std::vector<Geometry> out;
+  IndexerConfig c = deepseek_config();
+  c.contract = Contract::deepgemm_sm90;
+  c.max_num_seqs = 64;
+  c.max_num_batched_tokens = 4096;
+  c.max_model_len = 65536;
+  c.max_logits_mb = 1;
+  c.compress_ratio = 1;
+  c.block_size = 64;
+  c.sparse_logits = false;
+  c.candidate_block_size = 0;
+  c.candidate_topk_blocks = 0;
+  c.num_speculative_tokens = 1;
+  c.num_compute_units = 132;
+  out.push_back(make_geometry(c));
+  c.compress_ratio = 4;
+  c.block_size = 256;
+  c.candidate_block_size = 8;  // block ends beside the metadata
+  c.num_speculative_tokens = 3;
+  c.num_compute_units = 5;
+  out.push_back(make_geometry(c));
+  c.num_speculative_tokens = 1;
+  c.adaptive_verification = true;
+  c.num_compute_units = 1;
+  out.push_back(make_geometry(c));
+  return out;
+}
+
 // Distinct page ids, cheaply: a scrambled index, so a wrong row or column shows.
 inline void scramble_table(std::vector<int32_t>& table, uint32_t salt) {
   for (std::size_t i = 0; i < table.size(); ++i) {

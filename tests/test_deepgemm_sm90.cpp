@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "idxplan/idxplan.hpp"
 #include "test_support.hpp"
 
 namespace idxplan::deepgemm_sm90 {
@@ -142,6 +143,81 @@ TEST(Metadata, RefusesLengthsWhoseUnitsPassUint32) {
             "sequence: more (atom, KV split) units than uint32 counts, where DeepGEMM's sums wrap");
   // One such sequence fits: 4,294,967,040 units.
   EXPECT_EQ(metadata(Words(512, -256), 512, 1), (Words{0, 0, 256, 0}));
+}
+
+// The contract in the geometry: DeepSeek-V3.2's uncompressed cache of
+// 64-token pages, on an H100.
+IndexerConfig deepgemm_config() {
+  IndexerConfig c = test::deepseek_config();
+  c.contract = Contract::deepgemm_sm90;
+  c.compress_ratio = 1;
+  c.block_size = 64;
+  c.max_model_len = 163840;
+  c.sparse_logits = false;
+  c.candidate_block_size = 0;
+  c.candidate_topk_blocks = 0;
+  c.num_compute_units = 132;
+  return c;
+}
+
+TEST(Geometry, SizesTheMetadataByTheGpusSmsAndRunsDeepGemmsNextN) {
+  IndexerConfig c = deepgemm_config();
+  c.num_speculative_tokens = 1;
+  const Geometry g = make_geometry(c);
+  EXPECT_EQ(g.schedule_words(), 2 * 133);
+  EXPECT_EQ(step_buffer_sizes(g).decode_schedule, 2 * 133);
+  EXPECT_EQ(g.native_next_n(), 2);
+  c.num_speculative_tokens = 3;  // next_n 4: DeepGEMM's SM90 kernels take 1 or 2, so flattened
+  EXPECT_EQ(make_geometry(c).native_next_n(), 1);
+  EXPECT_EQ(make_geometry(c).decode_threshold(), 4);
+  // The contract's name, both ways.
+  Contract named = Contract::gluon_mxfp4;
+  EXPECT_TRUE(contract_from_name("deepgemm_sm90", named));
+  EXPECT_EQ(named, Contract::deepgemm_sm90);
+  EXPECT_EQ(contract_name(Contract::deepgemm_sm90), "deepgemm_sm90");
+}
+
+TEST(Geometry, RefusesWhatDeepGemmsSm90KernelsCannotTakeByName) {
+  IndexerConfig c = deepgemm_config();
+  c.block_size = 128;
+  EXPECT_EQ(test::error_of<ConfigError>([&] { (void)make_geometry(c); }),
+            "contract=deepgemm_sm90 needs pages of 64 entries (DeepGEMM's SM90 block_kv), got block_size / "
+            "compress_ratio = 128 / 1 = 128");
+  c = deepgemm_config();
+  c.max_num_seqs = 10000;
+  c.num_speculative_tokens = 1;
+  c.max_num_batched_tokens = 65536;
+  EXPECT_EQ(test::error_of<ConfigError>([&] { (void)make_geometry(c); }),
+            "contract=deepgemm_sm90: a step may have 20000 decode rows (max_num_seqs=10000 x 2 rows, within "
+            "max_num_batched_tokens=65536), past the 19360 sequences DeepGEMM's metadata kernel holds");
+  c = deepgemm_config();
+  c.num_compute_units = std::numeric_limits<int32_t>::max();
+  EXPECT_NE(test::error_of<ConfigError>([&] { (void)make_geometry(c); })
+                .find("num_compute_units=2147483647 SMs make a metadata of 2147483648 rows"),
+            std::string::npos);
+}
+
+TEST(Step, WritesTheMetadataOfTheDecodeLaunchsSequences) {
+  // Two MTP decodes of 1,000 and 300 tokens, native in sequences of 2
+  // (rows 999, 1000 and 299, 300 keys: 4 and 2 splits), and a prefill, on 4
+  // SMs: six units, the first two SMs taking two.
+  IndexerConfig c = deepgemm_config();
+  c.num_compute_units = 4;
+  const Geometry g = make_geometry(c);
+  const Words qsl{0, 2, 4, 10};
+  const Words lens{1000, 300, 6};
+  const StepPlan plan = plan_step(g, qsl, lens);
+  ASSERT_TRUE(plan.decode.native.present());
+  EXPECT_EQ(plan.decode.metadata, (MetadataPlan{2, 2, 4}));
+  HostStepBuffers b(g, -7);
+  const Words table(3 * 4096, 5);
+  fill_step_buffers(g, plan, make_step_inputs(lens, qsl, table, 4096), b.outputs());
+  ASSERT_EQ(b.decode_schedule.size(), 10u);  // [num_sms + 1, 2]: the geometry's size is the step's
+  EXPECT_EQ(b.decode_schedule, (Words{0, 0, 0, 2, 1, 0, 1, 1, 2, 0}));
+  // No decodes, no metadata: the buffer is not written.
+  const StepPlan prefill = plan_step(g, Words{0, 6}, Words{6});
+  EXPECT_FALSE(prefill.decode.metadata.present());
+  EXPECT_EQ(step_buffer_sizes(prefill).decode_schedule, 0);
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ TEST(ConfigJson, RefusesWhatNoFieldHoldsNamingTheKey) {
                 .find("config.head_dim must be an integer, got \"128\""),
             std::string::npos);
   EXPECT_EQ(test::error_of<ConfigError>([] { (void)config_from_json(json{{"contract", "flydsl"}}); }),
-            "config.contract must be \"gluon_mxfp4\" or \"flydsl_fp4\", got \"flydsl\"");
+            "config.contract must be \"gluon_mxfp4\", \"flydsl_fp4\" or \"deepgemm_sm90\", got \"flydsl\"");
   EXPECT_NE(test::error_of<ConfigError>([] { (void)config_from_json(json{{"sparse_logits", 0}}); })
                 .find("config.sparse_logits must be true or false"),
             std::string::npos);

@@ -322,6 +322,7 @@ TEST(Properties, PlanSizedBuffersAreTakenAndOneWordLessIsRefused) {
   // may be absent, and one word less of any it writes is refused by name.
   std::vector<Geometry> geometries = test::random_geometries();
   for (const Geometry& g : test::flydsl_geometries()) geometries.push_back(g);
+  for (const Geometry& g : test::deepgemm_geometries()) geometries.push_back(g);
   std::mt19937_64 rng(49006);
   StepPlan plan;
   int padding_only = 0, no_columns = 0, tables = 0;
@@ -403,6 +404,50 @@ TEST(Properties, FlydslStepSchedulesAreAitersOnTheStepsOwnLengths) {
   EXPECT_GT(decodes, kSteps / 10);
   EXPECT_GT(native, kSteps / 40);
   EXPECT_GT(chunks, kSteps / 10);
+}
+
+TEST(Properties, DeepgemmStepMetadataIsTheDropInsOnTheDecodeLaunchsRows) {
+  // The step's decode_schedule is get_paged_mqa_logits_metadata of the
+  // rows the decode launch hands DeepGEMM's kernel (context_lens [sequences,
+  // next_n] native, [rows, 1] flattened) on the geometry's SMs, as
+  // idxplan.deepgemm computes it; native sequences only where DeepGEMM's SM90
+  // kernels take them (next_n 1 or 2).
+  const std::vector<Geometry> geometries = test::deepgemm_geometries();
+  std::mt19937_64 rng(51001);
+  StepPlan plan;
+  int decodes = 0, native = 0, padded = 0;
+  for (int i = 0; i < kSteps / 4; ++i) {
+    const std::size_t gi = static_cast<std::size_t>(i) % geometries.size();
+    const Geometry& g = geometries[gi];
+    const test::RandomStep s = i % 5 == 0 ? test::full_decode_step(g, rng) : test::random_step(g, rng);
+    ASSERT_NO_THROW(plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens, plan)) << "step " << i;
+    test::HostBuffers b(g);
+    test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, b);
+    SCOPED_TRACE(::testing::Message() << "step " << i << " on geometry " << gi << ": " << plan);
+    const DecodePlan& d = plan.decode;
+    ASSERT_FALSE(d.schedule.present() || d.grid.present());
+    ASSERT_EQ(d.metadata.present(), plan.num_decodes > 0);
+    ASSERT_LE(d.native.next_n, 2);
+    const StepInputs in = make_step_inputs(s.seq_lens, s.query_start_loc, s.block_table, s.table_stride);
+    const DecodeLaunch l = decode_launch(g, plan, in, b.outputs());
+    if (l.num_seqs == 0) continue;
+    ASSERT_EQ(l.schedule, b.decode_schedule.data());
+    ASSERT_EQ(l.num_ctas, g.config().num_compute_units);
+    ASSERT_EQ(l.schedule_words, 2 * (int64_t{g.config().num_compute_units} + 1));
+    const deepgemm_sm90::MetadataShape shape =
+        deepgemm_sm90::metadata_shape(l.num_seqs, l.next_n, 64, g.config().num_compute_units);
+    std::vector<int32_t> want(static_cast<std::size_t>(shape.words()));
+    deepgemm_sm90::fill_metadata(shape, Span<const int32_t>(l.row_ends, static_cast<std::size_t>(l.num_seqs) * l.next_n),
+                                 Span<int32_t>(want.data(), want.size()));
+    ASSERT_EQ(test::slice(b.decode_schedule, want.size()), want);
+    decodes += 1;
+    native += d.native.present();
+    padded += d.num_real_rows < d.num_rows;
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_GT(decodes, kSteps / 10);
+  EXPECT_GT(native, kSteps / 40);
+  EXPECT_GT(padded, kSteps / 100);
 }
 
 TEST(Properties, FlydslStepsReadTheChunkPastTheirKeysInTheBlockTable) {

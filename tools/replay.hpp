@@ -168,6 +168,8 @@ inline std::string step_violation(const Geometry& g, const StepPlan& p, const St
     const std::string grids = flydsl_fp4::grid_violation(g, p, s.query_start_loc, out);
     if (!grids.empty()) return grids;
   }
+  const std::string metadata = deepgemm_sm90::metadata_violation(g, p, out);
+  if (!metadata.empty()) return metadata;
   return launch_bound_violation(g, p, in, out);
 }
 

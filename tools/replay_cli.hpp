@@ -12,6 +12,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -42,14 +43,16 @@ inline constexpr const char* kReplayUsage =
     "  --time-scale X              arrivals at timestamp / X (1)\n"
     "  --step-ms X --token-us Y    a step takes X ms + Y us a token (20, 30)\n"
     "  --seed N                    draft acceptance (1)\n"
-    "  --num-compute-units N       the GPU's CUs the geometry plans for (256)\n"
+    "  --num-compute-units N       the GPU's CUs (SMs) the geometry plans for (256; 132 under\n"
+    "                              deepgemm_sm90, an H100's)\n"
     "  --no-check                  plan only: no CPU fill, no invariants\n"
     "  --check-every N             CPU fill and check every Nth step (1)\n"
     "  --json                      the report as JSON\n"
     "  --series FILE               per-step time, kind and plan_step time as JSON\n"
     "  --dump-steps FILE           every step as a line of `idxplan plan` input\n"
-    "  --contract NAME             gluon_mxfp4 (default) or flydsl_fp4: the consumer whose words the\n"
-    "                              steps write, and are checked for\n"
+    "  --contract NAME             gluon_mxfp4 (default), flydsl_fp4 or deepgemm_sm90: the consumer\n"
+    "                              whose words the steps write, and are checked for (deepgemm_sm90\n"
+    "                              pages hold DeepGEMM's 64 keys: block_size 256 at compression 4)\n"
     "  --failed-step FILE          where a failed step goes (default: stderr)\n";
 
 using HookFactory = std::function<std::unique_ptr<StepHook>(const Geometry&)>;
@@ -90,7 +93,7 @@ inline int replay_main(const std::vector<std::string>& args, const HookFactory& 
   std::string input, series_path, dump_path, failed_path;
   idxplan::Contract contract = idxplan::Contract::gluon_mxfp4;
   std::size_t limit = 0;
-  int32_t compute_units = 256;
+  std::optional<int32_t> compute_units;  // none: the contract's GPU's
   bool as_json = false;
   try {
     for (std::size_t i = 1; i < args.size(); ++i) {
@@ -123,7 +126,7 @@ inline int replay_main(const std::vector<std::string>& args, const HookFactory& 
       else if (a == "--contract") {
         const std::string name = value();
         if (!idxplan::contract_from_name(name, contract)) {
-          throw std::invalid_argument("--contract takes gluon_mxfp4 or flydsl_fp4, not " + name);
+          throw std::invalid_argument("--contract takes gluon_mxfp4, flydsl_fp4 or deepgemm_sm90, not " + name);
         }
       }
       else if (a == "--failed-step") failed_path = value();
@@ -155,11 +158,14 @@ inline int replay_main(const std::vector<std::string>& args, const HookFactory& 
       if (!file) throw std::invalid_argument("cannot read " + input);
       trace = read_trace(file, limit);
     }
-    idxplan::IndexerConfig config = idxplan::deepseek_v41_config(compute_units);
+    const bool deepgemm = contract == idxplan::Contract::deepgemm_sm90;
+    idxplan::IndexerConfig config =
+        idxplan::deepseek_v41_config(compute_units.value_or(deepgemm ? 132 : 256));
     config.max_num_seqs = sc.max_num_seqs;
     config.max_num_batched_tokens = sc.max_num_batched_tokens;
     config.num_speculative_tokens = sc.num_speculative_tokens;
     config.contract = contract;
+    if (deepgemm) config.block_size = idxplan::deepgemm_sm90::kBlockKv * config.compress_ratio;
     const idxplan::Geometry geometry = idxplan::make_geometry(config);
     std::ofstream dump;
     if (!dump_path.empty()) {

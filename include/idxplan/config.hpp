@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "idxplan/contracts/contract.hpp"
+#include "idxplan/contracts/deepgemm_sm90.hpp"
 #include "idxplan/contracts/flydsl_fp4.hpp"
 #include "idxplan/error.hpp"
 #include "idxplan/kernel_geometry.hpp"
@@ -210,6 +211,35 @@ inline void size_flydsl_fp4(const IndexerConfig& c, int32_t rows, int32_t native
   max_chunks = static_cast<int32_t>(chunks);
 }
 
+// deepgemm_sm90's demands: DeepGEMM's SM90 kernels read pages of 64 keys
+// (its block_kv, which vLLM passes as the cache's entries a page), and its
+// metadata kernel holds at most kMaxBatch sequences, a decode row each at
+// most. Its uint32 count of (atom, split) units needs no check of its own:
+// a row's keys are at most its pages' (max_blocks_per_seq of 64 keys), the
+// decode block table's rows x pages are within 2^31 words (checked before),
+// and a split is 4 pages, so the units are under 2^29.
+inline void check_deepgemm_sm90(const IndexerConfig& c, int32_t page_entries, int32_t max_decode_rows) {
+  if (page_entries != deepgemm_sm90::kBlockKv) {
+    throw ConfigError(fmt::format(
+        "contract=deepgemm_sm90 needs pages of {} entries (DeepGEMM's SM90 block_kv), got block_size / "
+        "compress_ratio = {} / {} = {}",
+        deepgemm_sm90::kBlockKv, c.block_size, c.compress_ratio, page_entries));
+  }
+  if (max_decode_rows > deepgemm_sm90::kMaxBatch) {
+    throw ConfigError(fmt::format(
+        "contract=deepgemm_sm90: a step may have {} decode rows (max_num_seqs={} x {} rows, within "
+        "max_num_batched_tokens={}), past the {} sequences DeepGEMM's metadata kernel holds",
+        max_decode_rows, c.max_num_seqs, c.num_speculative_tokens + 1, c.max_num_batched_tokens,
+        deepgemm_sm90::kMaxBatch));
+  }
+  if (int64_t{c.num_compute_units} + 1 > kMaxBufferWords / deepgemm_sm90::kRowWords) {
+    throw ConfigError(fmt::format(
+        "contract=deepgemm_sm90: num_compute_units={} SMs make a metadata of {} rows, past the {} words a step "
+        "buffer may hold",
+        c.num_compute_units, int64_t{c.num_compute_units} + 1, kMaxBufferWords));
+  }
+}
+
 }  // namespace detail
 
 // Checks every rule of docs/design.md sections 3 and 4 and derives the geometry.
@@ -252,7 +282,8 @@ inline Geometry make_geometry(const IndexerConfig& c) {
         "decode_parallel_units={} and prefill_parallel_units={} size flydsl_fp4's grids; contract={} has none",
         c.decode_parallel_units, c.prefill_parallel_units, contract_name(c.contract)));
   }
-  if (c.contract != Contract::gluon_mxfp4 && c.contract != Contract::flydsl_fp4) {
+  if (c.contract != Contract::gluon_mxfp4 && c.contract != Contract::flydsl_fp4 &&
+      c.contract != Contract::deepgemm_sm90) {
     throw ConfigError(fmt::format("contract={} names no contract", static_cast<int32_t>(c.contract)));
   }
   if (c.block_size % c.compress_ratio != 0) {
@@ -299,6 +330,9 @@ inline Geometry make_geometry(const IndexerConfig& c) {
   g.page_entries_ = c.block_size / c.compress_ratio;
   g.cache_ = cache_layout(c.num_heads, c.head_dim, g.page_entries_);
   g.native_next_n_ = c.adaptive_verification ? 1 : c.num_speculative_tokens + 1;
+  // DeepGEMM's SM90 kernels take sequences of one or two rows: longer
+  // decodes run flattened.
+  if (c.contract == Contract::deepgemm_sm90 && g.native_next_n_ > 2) g.native_next_n_ = 1;
   g.decode_threshold_ = c.num_speculative_tokens + 1;
   g.logits_width_ = c.max_model_len / c.compress_ratio;
   if (4 * int64_t{g.logits_width_} >= (int64_t{1} << 31)) {
@@ -364,6 +398,13 @@ inline Geometry make_geometry(const IndexerConfig& c) {
     g.gather_rows_ = static_cast<int32_t>(std::max<int64_t>(1, budget / (4 * cols)));
   }
 
+  if (c.contract == Contract::deepgemm_sm90) {
+    detail::check_deepgemm_sm90(c, g.page_entries_, g.max_decode_rows_);
+    // [num_sms + 1, 2], num_sms the GPU's SMs.
+    g.schedule_words_ = deepgemm_sm90::kRowWords * (c.num_compute_units + 1);
+    g.fingerprint_ = detail::fingerprint(c);
+    return g;
+  }
   // In 64 bits: a huge CU count must be refused, not overflowed.
   const int64_t waves = std::max(g.launch(1).waves_per_eu, g.launch(g.native_next_n_).waves_per_eu);
   const int64_t wgs = 4 * int64_t{c.num_compute_units} * waves;

@@ -118,7 +118,8 @@ inline IndexerConfig config_from_json(const nlohmann::json& j) {
     else if (key == "prefill_parallel_units") integer(c.prefill_parallel_units);
     else if (key == "contract") {
       if (!value.is_string() || !contract_from_name(value.get<std::string>(), c.contract)) {
-        throw ConfigError(fmt::format("{} must be \"gluon_mxfp4\" or \"flydsl_fp4\", got {}", where, value.dump()));
+        throw ConfigError(fmt::format(
+            "{} must be \"gluon_mxfp4\", \"flydsl_fp4\" or \"deepgemm_sm90\", got {}", where, value.dump()));
       }
     }
     else throw ConfigError(fmt::format("config has an unknown key \"{}\"", key));
@@ -271,8 +272,7 @@ inline nlohmann::json plan_to_json(PlannedStep& s) {
     decode["use_gather"] = d.use_gather;
     decode["block_table"] = d.in_place ? "engine" : "decode_block_table";
     decode["schedule"] = d.schedule != nullptr
-                             ? json{{"num_ctas", d.num_ctas},
-                                    {"words", detail::json_words(d.schedule, int64_t{kDescriptorWords} * d.num_ctas)}}
+                             ? json{{"num_ctas", d.num_ctas}, {"words", detail::json_words(d.schedule, d.schedule_words)}}
                              : json(nullptr);
   }
   j["decode"] = decode;

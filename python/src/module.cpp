@@ -353,7 +353,7 @@ py::dict decode_view(const Geometry& g, const StepPlan& plan, const PyStepInputs
   d["max_blocks"] = l.max_blocks;
   d["row_block_table"] = slice_at(l.row_block_table, rows, {&in.block_table, &o[kDecodeBlockTable]});
   d["row_block_table_stride"] = l.row_block_table_stride;
-  d["schedule"] = slice_at(l.schedule, int64_t{kDescriptorWords} * l.num_ctas, {&o[kDecodeSchedule]});
+  d["schedule"] = slice_at(l.schedule, l.schedule_words, {&o[kDecodeSchedule]});
   d["num_ctas"] = l.num_ctas;
   d["safe"] = slice_at(l.safe, 1, {&o[kScheduleSafe]});
   d["max_seq_len"] = l.max_seq_len;

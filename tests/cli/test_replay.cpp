@@ -259,6 +259,28 @@ TEST(Replay, TheShippedTracesFirst500RequestsCheckEveryFlydslGrid) {
   EXPECT_TRUE(grids);
 }
 
+TEST(Replay, TheShippedTracesFirst500RequestsCheckEveryDeepgemmMetadata) {
+  // Every step's decode_schedule against get_paged_mqa_logits_metadata of
+  // its own decode rows (deepgemm_sm90::metadata_violation), as the idxplan
+  // command's --contract deepgemm_sm90 plans them: pages of 64 keys, an
+  // H100's 132 SMs, MTP decodes native in sequences of 2.
+  SchedulerConfig sc;
+  IndexerConfig c = deepseek_v41_config(132);
+  c.max_num_seqs = sc.max_num_seqs;
+  c.max_num_batched_tokens = sc.max_num_batched_tokens;
+  c.contract = Contract::deepgemm_sm90;
+  c.block_size = deepgemm_sm90::kBlockKv * c.compress_ratio;
+  const ReplayReport r = replay(make_geometry(c), shipped_first_500(), sc, ReplayOptions{});
+  EXPECT_EQ(r.finished, 500u);
+  EXPECT_GT(r.native, 1000);
+  for (const BufferUse& b : r.buffers) {
+    EXPECT_LE(b.used, b.reserved) << b.name;
+    if (b.name == std::string("decode_schedule")) {
+      EXPECT_EQ(b.used, 2 * 133);
+    }
+  }
+}
+
 TEST(Replay, AStepThePlannerRefusesStopsTheReplayWithTheStep) {
   const std::vector<TraceRequest> trace{request(0, 5000, 1)};
   SchedulerConfig sc;

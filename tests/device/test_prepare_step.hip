@@ -185,6 +185,57 @@ TEST_F(PrepareStep, MatchesTheReferenceOnFlydslSteps) {
   EXPECT_GT(chunks, steps / 4);
 }
 
+// deepgemm_sm90's steps: DeepGEMM's metadata written by one block of the
+// step's launch, word for word the CPU fill's (itself the drop-in's rule on
+// the decode launch's rows: tests/test_properties.cpp), beside every other
+// buffer; and decode steps of the most sequences DeepGEMM's kernel holds.
+TEST_F(PrepareStep, MatchesTheReferenceOnDeepgemmSteps) {
+  const std::vector<Geometry> geometries = test::deepgemm_geometries();
+  std::vector<device::StepBuffers> buffers;
+  std::vector<test::HostBuffers> host;
+  for (const Geometry& g : geometries) {
+    buffers.emplace_back(g);
+    host.emplace_back(g);
+  }
+  std::mt19937_64 rng(5151);
+  const int steps = env_steps(600);
+  int metadata = 0, native = 0;
+  for (int i = 0; i < steps; ++i) {
+    const std::size_t k = static_cast<std::size_t>(i) % geometries.size();
+    const test::RandomStep s = i % 8 == 7   ? test::zero_row_step(geometries[k], rng)
+                               : i % 8 == 3 ? test::full_decode_step(geometries[k], rng)
+                                            : test::random_step(geometries[k], rng);
+    const std::string diff = run(geometries[k], buffers[k], host[k], s.query_start_loc, s.seq_lens,
+                                 s.seq_lens_upper_bound, s.num_tokens, s.block_table, s.table_stride, i % 3 == 0,
+                                 i % 2 == 1);
+    ASSERT_EQ(diff, "") << "step " << i << " on geometry " << k;
+    metadata += plan_.decode.metadata.present() && plan_.decode.num_rows > 0;
+    native += plan_.decode.native.present();
+  }
+  // 19,360 decodes of one token (DeepGEMM's most sequences), contexts of 1
+  // to 4,096 tokens (16 splits), on an H100's SMs.
+  IndexerConfig c = geometries[0].config();
+  c.num_speculative_tokens = 0;
+  c.max_num_seqs = deepgemm_sm90::kMaxBatch;
+  c.max_num_batched_tokens = deepgemm_sm90::kMaxBatch;
+  const Geometry wide = make_geometry(c);
+  const device::StepBuffers wide_buffers(wide);
+  test::HostBuffers wide_host(wide);
+  Words qsl(deepgemm_sm90::kMaxBatch + 1);
+  Words lens(deepgemm_sm90::kMaxBatch);
+  for (int32_t r = 0; r < deepgemm_sm90::kMaxBatch; ++r) {
+    qsl[static_cast<std::size_t>(r) + 1] = r + 1;
+    lens[static_cast<std::size_t>(r)] = 1 + static_cast<int32_t>((int64_t{r} * 7919) % 4096);
+  }
+  const Words table(lens.size() * 64, 3);
+  ASSERT_EQ(run(wide, wide_buffers, wide_host, qsl, lens, lens, deepgemm_sm90::kMaxBatch, table, 64), "");
+  ASSERT_EQ(plan_.decode.metadata.batch, deepgemm_sm90::kMaxBatch);
+  std::printf("%d deepgemm_sm90 steps equal to the reference: %d with metadata (%d native), and one of %d sequences\n",
+              steps, metadata, native, deepgemm_sm90::kMaxBatch);
+  EXPECT_GT(metadata, steps / 4);
+  EXPECT_GT(native, steps / 20);
+}
+
 // Decode steps of up to 4,096 requests, on geometries whose schedules reach
 // every kernel the launch picks: the warps' (0 units a thread below), and
 // 1 to 32 units a thread of the blocks'.

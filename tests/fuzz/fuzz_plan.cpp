@@ -17,9 +17,11 @@
 // refuses exactly what the CPU fill refuses, and writes every word of every
 // buffer as the CPU fill does, leaving the rest as it found them.
 //
-// Each filled step's decode rows also go through DeepGEMM's metadata
-// (contracts/deepgemm_sm90.hpp) as vLLM's CUDA builder asks it, on a number
-// of SMs from the input: the CPU fill's rows are in order, and on
+// The config picks each contract; a deepgemm_sm90 step's decode_schedule is
+// checked against DeepGEMM's metadata of its own decode rows. Each filled
+// step's decode rows, whatever the contract, also go through the standalone
+// metadata (contracts/deepgemm_sm90.hpp) as vLLM's CUDA builder asks it, on
+// a number of SMs from the input: the CPU fill's rows are in order, and on
 // fuzz_prepare the device writer's words are the CPU fill's, or every row
 // the end where the CPU fill refuses the lengths.
 
@@ -70,10 +72,13 @@ int32_t field(FuzzedDataProvider& in, int32_t keep) {
 }
 
 IndexerConfig fuzz_config(FuzzedDataProvider& in) {
-  // The contract first, so that the seeds' configs meet both.
-  const Contract contract = in.ConsumeBool() ? Contract::flydsl_fp4 : Contract::gluon_mxfp4;
+  // The contract first, so that the seeds' configs meet each; deepgemm_sm90's
+  // pages hold DeepGEMM's 64 keys (unless a field below changes them).
+  static constexpr Contract kContracts[] = {Contract::gluon_mxfp4, Contract::flydsl_fp4, Contract::deepgemm_sm90};
+  const Contract contract = in.PickValueInArray(kContracts);
   IndexerConfig c = deepseek_v41_config(in.ConsumeIntegralInRange<int32_t>(1, 64));
   c.contract = contract;
+  if (contract == Contract::deepgemm_sm90) c.block_size = deepgemm_sm90::kBlockKv * c.compress_ratio;
   c.max_num_seqs = in.ConsumeIntegralInRange<int32_t>(1, 96);
   c.max_num_batched_tokens = in.ConsumeIntegralInRange<int32_t>(1, 3000);
   c.max_model_len = in.ConsumeIntegralInRange<int32_t>(1, 1 << 18);
@@ -409,6 +414,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         std::fprintf(stderr, "fuzz_plan: %s\n", grids.c_str());
         std::abort();
       }
+    }
+    // The metadata is DeepGEMM's of the decode rows the step wrote.
+    const std::string metadata = deepgemm_sm90::metadata_violation(g, plan, out);
+    if (!metadata.empty()) {
+      std::fprintf(stderr, "fuzz_plan: %s\n", metadata.c_str());
+      std::abort();
     }
     // No launch is told to read past what the plan sized for it.
     const std::string violation = launch_bound_violation(g, plan, inputs, out);

@@ -455,3 +455,30 @@ def test_a_flydsl_geometry_sizes_fills_and_views_its_grids():
     with pytest.raises(idxplan.ConfigError, match="decode_parallel_units=8 and prefill_parallel_units=0 size "
                                                   "flydsl_fp4's grids"):
         idxplan.make_geometry(**dict(idxplan.deepseek_v41_config(256), decode_parallel_units=8))
+
+
+def test_a_deepgemm_geometry_writes_deepgemms_metadata_of_its_decode_rows():
+    config = idxplan.deepseek_v41_config(132)
+    config.update(contract="deepgemm_sm90", block_size=256, max_num_seqs=64, max_num_batched_tokens=4096,
+                  max_model_len=65536, max_logits_mb=1)
+    geometry = idxplan.make_geometry(**config)
+    assert geometry.config["contract"] == "deepgemm_sm90"
+    assert idxplan.step_buffer_sizes(geometry)["decode_schedule"] == 2 * 133
+    qsl = np.array([0, 2, 4, 304], dtype=np.int32)  # two MTP decodes (native sequences of 2), a prompt
+    lens = np.array([9000, 300, 1300], dtype=np.int32)
+    plan = idxplan.Planner(geometry).plan(qsl, lens)
+    table = np.zeros((3, geometry.max_blocks_per_seq), dtype=np.int32)
+    inputs = idxplan.StepInputs(seq_lens=lens, query_start_loc=qsl, block_table=table)
+    outputs = idxplan.host_step_outputs(geometry)
+    idxplan.fill_step_buffers(geometry, plan, inputs, outputs)
+    decode = idxplan.decode_launch(geometry, plan, inputs, outputs)
+    assert (decode.num_seqs, decode.next_n, decode.num_ctas) == (2, 2, 132)
+    # DeepGEMM's schedule_meta of the launch's context_lens [2, 2]: 2,250 and 75
+    # keys, 9 and 1 splits of 256, ten units over 132 SMs, one each for the first ten.
+    assert decode.row_ends.tolist() == [(9000 - 1) // 4, 9000 // 4, (300 - 1) // 4, 300 // 4]
+    meta = decode.schedule.reshape(-1, 2)
+    assert meta.shape == (133, 2)
+    assert meta[:10].tolist() == [[0, s] for s in range(9)] + [[1, 0]]
+    assert (meta[10:] == [2, 0]).all()
+    with pytest.raises(idxplan.ConfigError, match="contract=deepgemm_sm90 needs pages of 64 entries"):
+        idxplan.make_geometry(**dict(config, block_size=128))

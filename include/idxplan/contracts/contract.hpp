@@ -22,10 +22,20 @@ enum class Contract : int32_t {
   // cta_info and `safe` for the decode rows and each prefill chunk
   // (contracts/flydsl_fp4*.hpp).
   flydsl_fp4 = 1,
+  // DeepGEMM's fp8_paged_mqa_logits and fp8_fp4_paged_mqa_logits on Hopper
+  // (DeepGEMM 891d57b4, as vLLM pins it), fed by vLLM's CUDA indexer:
+  // decode_schedule holds the [num_sms + 1, 2] schedule metadata of the
+  // decode rows (contracts/deepgemm_sm90*.hpp), num_sms the geometry's
+  // num_compute_units.
+  deepgemm_sm90 = 2,
 };
 
 constexpr std::string_view contract_name(Contract c) {
-  return c == Contract::flydsl_fp4 ? "flydsl_fp4" : "gluon_mxfp4";
+  switch (c) {
+    case Contract::flydsl_fp4: return "flydsl_fp4";
+    case Contract::deepgemm_sm90: return "deepgemm_sm90";
+    default: return "gluon_mxfp4";
+  }
 }
 
 // The contract named `name`; false where none is.
@@ -36,6 +46,10 @@ constexpr bool contract_from_name(std::string_view name, Contract& out) {
   }
   if (name == "flydsl_fp4") {
     out = Contract::flydsl_fp4;
+    return true;
+  }
+  if (name == "deepgemm_sm90") {
+    out = Contract::deepgemm_sm90;
     return true;
   }
   return false;

@@ -162,15 +162,15 @@ inline void require_metadata_words(const MetadataShape& s, std::size_t lens, std
 
 }  // namespace detail
 
-// The CPU fill: the metadata of `context_lens` ([batch, next_n], row-major)
-// into `out` (at least s.words()). Refuses lengths whose units pass uint32,
-// where DeepGEMM's sums wrap.
-inline void fill_metadata(const MetadataShape& s, Span<const int32_t> context_lens, Span<int32_t> out) {
-  detail::require_metadata_words(s, context_lens.size(), out.size());
+// The metadata of s.batch sequences whose keys `keys(q)` gives (each its
+// last row's) into `out` (s.words() words), by DeepGEMM's binary search.
+// Refuses lengths whose units pass uint32, where DeepGEMM's sums wrap.
+template <class Keys>
+void fill_metadata_of(const MetadataShape& s, const Keys& keys, int32_t* out) {
   std::vector<uint32_t> prefix(static_cast<std::size_t>(s.batch));
   uint64_t sum = 0;
   for (int32_t q = 0; q < s.batch; ++q) {
-    sum += splits_of(context_lens[static_cast<std::size_t>(int64_t{q} * s.next_n + s.next_n - 1)]);
+    sum += splits_of(keys(q));
     prefix[static_cast<std::size_t>(q)] = static_cast<uint32_t>(sum);
   }
   if (!units_fit(sum, s.atoms())) {
@@ -180,8 +180,18 @@ inline void fill_metadata(const MetadataShape& s, Span<const int32_t> context_le
         sum, kSplitKv, s.atoms()));
   }
   for (int32_t sm = 0; sm <= s.num_sms; ++sm) {
-    store_row(s, prefix.data(), static_cast<uint32_t>(sum), sm, out.data() + int64_t{sm} * kRowWords);
+    store_row(s, prefix.data(), static_cast<uint32_t>(sum), sm, out + int64_t{sm} * kRowWords);
   }
+}
+
+// The CPU fill: the metadata of `context_lens` ([batch, next_n], row-major)
+// into `out` (at least s.words()).
+inline void fill_metadata(const MetadataShape& s, Span<const int32_t> context_lens, Span<int32_t> out) {
+  detail::require_metadata_words(s, context_lens.size(), out.size());
+  const auto last_column = [&](int32_t q) {
+    return context_lens[static_cast<std::size_t>(int64_t{q} * s.next_n + s.next_n - 1)];
+  };
+  fill_metadata_of(s, last_column, out.data());
 }
 
 }  // namespace idxplan::deepgemm_sm90

@@ -16,6 +16,8 @@
 #include <cstdint>
 
 #include "idxplan/contracts/deepgemm_sm90.hpp"
+#include "idxplan/contracts/deepgemm_sm90_step.hpp"
+#include "idxplan/device/block.hpp"
 #include "idxplan/device/runtime.hpp"
 #include "idxplan/device/scan.hpp"
 
@@ -70,15 +72,20 @@ __device__ __forceinline__ int64_t block_exclusive_sum(int64_t v, int64_t& total
 
 }  // namespace detail
 
-// The metadata of `context_lens` ([batch, next_n]) into `out` ([num_sms + 1,
-// 2]), by the block of kThreads threads that calls it.
-template <int kThreads>
-__device__ void write_metadata(const MetadataShape& s, const int32_t* context_lens, int32_t* out,
+// The last column of an engine's context_lens [batch, next_n].
+struct LastColumn {
+  const int32_t* context_lens;
+  int32_t next_n;
+  __device__ int32_t keys(int32_t q) const { return context_lens[int64_t{q} * next_n + next_n - 1]; }
+};
+
+// The metadata of s.batch sequences whose keys `source.keys(q)` gives into
+// `out` ([num_sms + 1, 2]), by the block of kThreads threads that calls it.
+template <int kThreads, class Source>
+__device__ void write_metadata(const MetadataShape& s, const Source& source, int32_t* out,
                                MetadataShared<kThreads>& sh) {
   const int t = static_cast<int>(threadIdx.x);
-  const auto splits_at = [&](int32_t q) {
-    return q < s.batch ? splits_of(context_lens[int64_t{q} * s.next_n + s.next_n - 1]) : 0u;
-  };
+  const auto splits_at = [&](int32_t q) { return q < s.batch ? splits_of(source.keys(q)) : 0u; };
   // The splits' sum: each thread's share, then the block's.
   int64_t mine = 0;
   for (int32_t q = t; q < s.batch; q += kThreads) mine += splits_at(q);
@@ -124,7 +131,7 @@ struct MetadataLaunch {
 template <int = 0>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kMetadataThreads, 0) metadata_kernel(MetadataLaunch a) {
   __shared__ MetadataShared<kMetadataThreads> sh;
-  write_metadata(a.shape, a.context_lens, a.out, sh);
+  write_metadata(a.shape, LastColumn{a.context_lens, a.shape.next_n}, a.out, sh);
 }
 
 // get_paged_mqa_logits_metadata on the device: one launch of one block on
@@ -142,3 +149,23 @@ inline void enqueue_metadata(const MetadataShape& s, const int32_t* context_lens
 }
 
 }  // namespace idxplan::deepgemm_sm90
+
+// The step's metadata: the same writer in the schedule part of the prepare
+// launch (device/prepare_step.hpp), one block at its block size, over the
+// step's decode sequences (deepgemm_sm90_step.hpp).
+namespace idxplan::device {
+
+// Blocks of the schedule part: one, in the launch that writes the metadata.
+IDXPLAN_HD int32_t metadata_blocks(const StepArgs& a) { return deepgemm_sm90::step_writes_metadata(a) ? 1 : 0; }
+
+namespace detail {
+
+__device__ __forceinline__ void write_step_metadata(const StepArgs& a) {
+  __shared__ deepgemm_sm90::MetadataShared<kPrepareThreads> sh;
+  deepgemm_sm90::write_metadata(deepgemm_sm90::step_metadata_shape(a), deepgemm_sm90::StepSequences{&a},
+                                a.out.decode_schedule.data, sh);
+}
+
+}  // namespace detail
+
+}  // namespace idxplan::device

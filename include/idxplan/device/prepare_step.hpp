@@ -25,13 +25,15 @@
 //
 // The schedule part is the contract's (contracts/): gluon_mxfp4's writer
 // (gluon_mxfp4_device.hpp) in prepare_step_kernel and its variants,
-// flydsl_fp4's (flydsl_fp4_device.hpp) in prepare_step_fp4_kernel; the
-// other parts are every contract's.
+// flydsl_fp4's (flydsl_fp4_device.hpp) in prepare_step_fp4_kernel,
+// deepgemm_sm90's (deepgemm_sm90_device.hpp) in
+// prepare_step_metadata_kernel; the other parts are every contract's.
 
 #include <algorithm>
 #include <cstdint>
 
 #include "idxplan/config.hpp"
+#include "idxplan/contracts/deepgemm_sm90_device.hpp"
 #include "idxplan/contracts/flydsl_fp4_device.hpp"
 #include "idxplan/contracts/flydsl_fp4_step.hpp"
 #include "idxplan/contracts/gluon_mxfp4_device.hpp"
@@ -45,7 +47,8 @@ namespace idxplan::device {
 
 // The parts of a launch, in grid order.
 enum class Part : int32_t {
-  schedule,         // the contract's: gluon_mxfp4's decode_schedule, or flydsl_fp4's grids
+  schedule,         // the contract's: gluon_mxfp4's decode_schedule, flydsl_fp4's grids or
+                    // deepgemm_sm90's metadata
   packed_offsets,   // prefill_query_start_loc
   contexts,         // context_lens of the launch's requests
   decode_rows,      // decode_row_lens, decode_block_ends, a request a thread
@@ -103,7 +106,7 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   int32_t count[kParts] = {
       schedule ? static_cast<int32_t>(ceil_div(a.schedule.num_ctas, small ? detail::kSmallSlotsPerBlock
                                                                            : kSlotsPerBlock))
-               : fp4_grid_blocks(a),
+               : fp4_grid_blocks(a) + metadata_blocks(a),
       blocks(int64_t{a.word_end} - a.word_begin, kPrepareThreads),
       blocks(int64_t{a.request_end} - a.request_begin, kPrepareThreads),
       decode ? blocks(decode_row_items(a), kPrepareThreads) : 0,
@@ -250,7 +253,7 @@ __device__ inline void copy_decode_table(const StepArgs& a, int64_t start, int64
 // One block of the step's launch: the schedule's blocks first, the
 // blocks' schedule at kItems units a thread or, with kItems = 0, the
 // warps' at kLaneUnits units a lane; then the other parts'.
-template <int kItems, int kLaneUnits, bool kFp4 = false>
+template <int kItems, int kLaneUnits, Contract kContract = Contract::gluon_mxfp4>
 __device__ __forceinline__ void prepare_step(const LaunchGrid& grid, const StepArgs& a) {
   __shared__ GroupWords group_words;
   int32_t* const first = dynamic_shared_words();  // shared_bytes(): the schedule's scan
@@ -262,8 +265,10 @@ __device__ __forceinline__ void prepare_step(const LaunchGrid& grid, const StepA
   // the H200 that took decode_4's kernel from 1.77 to 1.70 us (100 steps in
   // a graph), and the larger steps' by 0.03-0.12 us.
   if (b < grid.end[0]) {
-    if constexpr (kFp4) {
+    if constexpr (kContract == Contract::flydsl_fp4) {
       write_fp4_grids(a, b, group_words);
+    } else if constexpr (kContract == Contract::deepgemm_sm90) {
+      write_step_metadata(a);
     } else if constexpr (kItems == 0) {
       if (tid < detail::kSmallThreads) {
         write_small_schedule_slots<kLaneUnits>(a, b);
@@ -366,7 +371,13 @@ __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0)
 template <int = 0>
 __global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0)
     prepare_step_fp4_kernel(const LaunchGrid grid, const StepArgs a) {
-  prepare_step<1, 1, true>(grid, a);
+  prepare_step<1, 1, Contract::flydsl_fp4>(grid, a);
+}
+// deepgemm_sm90's: its metadata in the schedule's part (one block).
+template <int = 0>
+__global__ void IDXPLAN_LAUNCH_BOUNDS(kPrepareThreads, 0)
+    prepare_step_metadata_kernel(const LaunchGrid grid, const StepArgs a) {
+  prepare_step<1, 1, Contract::deepgemm_sm90>(grid, a);
 }
 
 // The launch's key bounds, when asked for (StepOutputs::prefill_key_starts),
@@ -436,8 +447,10 @@ inline void launch(const StepArgs& a, const LaunchGrid& grid, Stream stream) {
   const auto blocks = static_cast<uint32_t>(grid.blocks());
   const auto go = [&](auto kernel) { IDXPLAN_KERNEL_LAUNCH(kernel, blocks, kPrepareThreads, shared, stream)(grid, a); };
   const bool fp4 = a.fp4_decode_ctas > 0 || a.fp4_prefill_base > 0;
-  switch (fp4 ? -1 : grid.units_per_thread) {
+  const bool metadata = deepgemm_sm90::step_writes_metadata(a);
+  switch (fp4 ? -1 : metadata ? -2 : grid.units_per_thread) {
     case -1: go(detail::prepare_step_fp4_kernel<>); break;
+    case -2: go(detail::prepare_step_metadata_kernel<>); break;
     case 0:
       if (grid.lane_units == 1) {
         go(detail::prepare_step_kernel<0>);

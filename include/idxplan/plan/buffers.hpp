@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "idxplan/config.hpp"
+#include "idxplan/contracts/deepgemm_sm90_step.hpp"
 #include "idxplan/contracts/flydsl_fp4_step.hpp"
 #include "idxplan/contracts/gluon_mxfp4_step.hpp"
 #include "idxplan/plan/step_args.hpp"
@@ -64,6 +65,7 @@ inline void fill_step_launch(const StepArgs& a) {
   }
 
   fill_decode_schedule(a);
+  deepgemm_sm90::fill_step_metadata(a);
 }
 
 // The CPU reference of a whole step: every launch the device would make,

@@ -42,9 +42,13 @@ struct DecodeLaunch {
                                             // rows one at a time; null on a native step
                                             // unless always_write_decode_block_table
   int32_t row_block_table_stride = 0;
-  const int32_t* schedule = nullptr;        // [4 * num_ctas] descriptors (gluon_mxfp4), or the
-                                            // grid's cta_info (flydsl_fp4); null without one
-  int32_t num_ctas = 0;                     // workgroups of the scheduled launch
+  const int32_t* schedule = nullptr;        // [4 * num_ctas] descriptors (gluon_mxfp4), the
+                                            // grid's cta_info (flydsl_fp4), or DeepGEMM's
+                                            // [num_ctas + 1, 2] metadata (deepgemm_sm90, its
+                                            // schedule_meta); null without one
+  int32_t num_ctas = 0;                     // workgroups of the scheduled launch (SMs under
+                                            // deepgemm_sm90)
+  int64_t schedule_words = 0;               // words of schedule
   const int32_t* safe = nullptr;            // flydsl_fp4: [1] the grid's `safe`; else null
   int32_t max_seq_len = 0;                  // flydsl_fp4: keys a logits row holds, the grid's
                                             // max_seq_len (the geometry's logits width)
@@ -142,10 +146,17 @@ inline DecodeLaunch decode_launch(const Geometry& g, const StepPlan& plan, const
   if (d.schedule.present()) {
     l.schedule = out.decode_schedule.data;
     l.num_ctas = d.schedule.num_ctas;
+    l.schedule_words = int64_t{kDescriptorWords} * d.schedule.num_ctas;
+  }
+  if (d.metadata.present()) {
+    l.schedule = out.decode_schedule.data;
+    l.num_ctas = d.metadata.num_sms;
+    l.schedule_words = d.metadata.words();
   }
   if (d.grid.present()) {
     l.schedule = out.decode_schedule.data;
     l.num_ctas = d.grid.ctas;
+    l.schedule_words = int64_t{flydsl_fp4::kDecodeWords} * d.grid.ctas;
     l.safe = out.schedule_safe.data;
     l.max_seq_len = d.grid.max_seq_len;
   }

@@ -258,6 +258,12 @@ void plan_step(const Geometry& g, const Qsl& query_start_loc, const SeqLens& seq
       d.grid = d.native.present() ? detail::fp4_decode_grid(g, d.native.num_seqs, d.native.next_n)
                                   : detail::fp4_decode_grid(g, d.num_rows, 1);
       plan.num_schedule_safe_words = 1;
+    } else if (g.contract() == Contract::deepgemm_sm90) {
+      // DeepGEMM's metadata over the rows as its kernel takes them:
+      // [sequences, next_n] native, else [rows, 1]. Its size is the GPU's.
+      d.metadata.batch = d.native.present() ? d.native.num_seqs : d.num_rows;
+      d.metadata.next_n = d.native.present() ? d.native.next_n : 1;
+      d.metadata.num_sms = g.config().num_compute_units;
     } else if (!fp4) {
       d.schedule = d.native.present()
                        ? schedule_shape(g, d.native.num_seqs, d.native.next_n, true)

@@ -87,6 +87,10 @@ struct StepArgs {
   int32_t fp4_prefill_base = 0;  // 0: no prefill grids
   int32_t fp4_first_chunk = 0;
   int32_t fp4_first_word = 0;
+  // deepgemm_sm90: the SMs of the decode rows' metadata (DecodePlan::metadata,
+  // whose sequences are the launch's: native ones, else the rows), which the
+  // step's first launch writes; 0: none. The last 4 bytes of the 4 KiB.
+  int32_t metadata_sms = 0;
 };
 static_assert(std::is_trivially_copyable_v<StepArgs>, "kernel arguments are copied bytewise");
 static_assert(sizeof(StepArgs) <= 4096, "HIP passes at most 4 KiB of kernel arguments");
@@ -143,6 +147,7 @@ inline StepArgs make_step_args(const Geometry& g, const StepPlan& plan, const St
   a.word_begin = a.num_groups > 0 ? a.groups[0].word_offset : 0;
   const bool more = last < plan.chunk_groups.size();
   a.word_end = more ? plan.chunk_groups[last].word_offset : plan.num_prefill_query_start_loc_words;
+  if (launch == 0) a.metadata_sms = plan.decode.metadata.num_sms;
   if (g.contract() == Contract::flydsl_fp4) {
     if (launch == 0) {
       a.fp4_decode_ctas = plan.decode.grid.ctas;
@@ -203,6 +208,10 @@ inline void check_step_args(const StepArgs& a) {
         "max_decode_seq_len={} plus their product less compress_ratio stays in int32, else 0; build StepArgs "
         "with make_step_args",
         a.whole_tiles, whole_tiles_of(a), a.compress_ratio, a.schedule.block_kv, a.max_decode_seq_len));
+  }
+  if (a.metadata_sms < 0) {
+    throw StepError(fmt::format("StepArgs: metadata_sms={} is negative; build StepArgs with make_step_args",
+                                a.metadata_sms));
   }
   if (schedule) {
     const SliceDivisors want = slice_divisors(a.schedule);

@@ -81,8 +81,9 @@ struct StepOutputs {
                                          // t at t - num_decode_tokens
   OutputBuffer prefill_block_ends;       // [prefill tokens] candidate blocks
   OutputBuffer prefill_query_start_loc;  // [packed words] each chunk's local offsets
-  OutputBuffer decode_schedule;          // [4 * num_ctas] descriptors (gluon_mxfp4), or the
-                                         // decode grid's cta_info (flydsl_fp4)
+  OutputBuffer decode_schedule;          // [4 * num_ctas] descriptors (gluon_mxfp4), the
+                                         // decode grid's cta_info (flydsl_fp4), or DeepGEMM's
+                                         // [num_sms + 1, 2] metadata (deepgemm_sm90)
   // flydsl_fp4 only (null otherwise): each prefill chunk's cta_info, one
   // after the other (PrefillPlan::grid), and every grid's `safe`: word 0
   // the decode grid's, word 1 + k chunk k's.
@@ -217,9 +218,13 @@ inline StepBufferSizes step_buffer_sizes(const StepPlan& plan,
   }
   s.prefill_rows = plan.num_prefill_tokens;
   s.prefill_query_start_loc = plan.num_prefill_query_start_loc_words;
-  s.decode_schedule = plan.decode.grid.present()
-                          ? int64_t{flydsl_fp4::kDecodeWords} * plan.decode.grid.ctas
-                          : int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas;
+  if (plan.decode.grid.present()) {
+    s.decode_schedule = int64_t{flydsl_fp4::kDecodeWords} * plan.decode.grid.ctas;
+  } else if (plan.decode.metadata.present()) {
+    s.decode_schedule = plan.decode.metadata.words();
+  } else {
+    s.decode_schedule = int64_t{kDescriptorWords} * plan.decode.schedule.num_ctas;
+  }
   s.prefill_schedule = plan.num_prefill_schedule_words;
   s.schedule_safe = plan.num_schedule_safe_words;
   return s;
@@ -336,7 +341,9 @@ inline void check_step_buffers(const Geometry& g, const StepPlan& plan, const St
   detail::require_output("prefill_query_start_loc", out.prefill_query_start_loc,
                          plan.num_prefill_query_start_loc_words, "each chunk's packed offsets");
   const StepBufferSizes written = step_buffer_sizes(plan);
-  detail::require_output("decode_schedule", out.decode_schedule, written.decode_schedule, "4 words a schedule slot");
+  detail::require_output("decode_schedule", out.decode_schedule, written.decode_schedule,
+                         plan.decode.metadata.present() ? "DeepGEMM's [num_sms + 1, 2] metadata"
+                                                        : "4 words a schedule slot");
   detail::require_output("prefill_schedule", out.prefill_schedule, written.prefill_schedule,
                          "6 words a CTA of each prefill chunk's grid");
   detail::require_output("schedule_safe", out.schedule_safe, written.schedule_safe,
@@ -399,7 +406,9 @@ inline void check_step_outputs(const Geometry& g, const StepOutputs& out) {
   if (blocks) require("prefill_block_ends", out.prefill_block_ends, s.prefill_rows, "max_num_batched_tokens");
   require("prefill_query_start_loc", out.prefill_query_start_loc, s.prefill_query_start_loc,
           "max_num_seqs + 2 * max_num_batched_tokens");
-  require("decode_schedule", out.decode_schedule, s.decode_schedule, "the schedule's most slots");
+  require("decode_schedule", out.decode_schedule, s.decode_schedule,
+          g.contract() == Contract::deepgemm_sm90 ? "DeepGEMM's [num_compute_units + 1, 2] metadata"
+                                                  : "the schedule's most slots");
   if (g.contract() == Contract::flydsl_fp4) {
     require("prefill_schedule", out.prefill_schedule, s.prefill_schedule,
             "every prefill chunk's CTAs, at most, 6 words each");

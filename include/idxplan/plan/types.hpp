@@ -58,6 +58,20 @@ struct GridShape {
   constexpr auto tie() const { return std::tie(batches, next_n, ctas, block_k, s_max, max_seq_len, safe, words); }
 };
 
+// DeepGEMM's schedule metadata of the decode rows (contracts/deepgemm_sm90.hpp,
+// the deepgemm_sm90 contract): `batch` sequences of `next_n` rows on
+// `num_sms` SMs, [num_sms + 1, 2] words at the start of decode_schedule.
+// num_sms == 0: none.
+struct MetadataPlan {
+  int32_t batch = 0;
+  int32_t next_n = 1;
+  int32_t num_sms = 0;
+
+  IDXPLAN_HD constexpr bool present() const { return num_sms > 0; }
+  constexpr int64_t words() const { return present() ? 2 * (int64_t{num_sms} + 1) : 0; }
+  constexpr auto tie() const { return std::tie(batch, next_n, num_sms); }
+};
+
 // One dense prefill launch: a chunk and how the kernel runs it.
 struct PrefillPlan {
   int32_t token_start = 0;    // first step token of the chunk
@@ -156,6 +170,7 @@ struct DecodePlan {
   NativeDecode native{};
   ScheduleShape schedule{};  // gluon_mxfp4's decode schedule
   GridShape grid{};          // flydsl_fp4's
+  MetadataPlan metadata{};   // deepgemm_sm90's
 
   // Flattened rows that are not each their own request's. Only such a step's
   // decode launches need decode_block_table: a native step's sequences and
@@ -164,7 +179,7 @@ struct DecodePlan {
 
   constexpr auto tie() const {
     return std::tie(num_rows, num_real_rows, max_seq_len, num_block_cols, use_gather,
-                    rows_are_requests, native, schedule, grid);
+                    rows_are_requests, native, schedule, grid, metadata);
   }
 };
 
@@ -198,6 +213,7 @@ IDXPLAN_CHECK_POD(PrefillPlan);
 IDXPLAN_CHECK_POD(ChunkGroup);
 IDXPLAN_CHECK_POD(GatherLaunch);
 IDXPLAN_CHECK_POD(NativeDecode);
+IDXPLAN_CHECK_POD(MetadataPlan);
 IDXPLAN_CHECK_POD(ScheduleShape);
 IDXPLAN_CHECK_POD(GridShape);
 IDXPLAN_CHECK_POD(DecodePlan);
@@ -312,6 +328,15 @@ struct fmt::formatter<idxplan::GridShape> : idxplan::detail::PlanFormatterBase {
 };
 
 template <>
+struct fmt::formatter<idxplan::MetadataPlan> : idxplan::detail::PlanFormatterBase {
+  template <class Ctx>
+  auto format(const idxplan::MetadataPlan& m, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "MetadataPlan{{batch={}, next_n={}, num_sms={}}}", m.batch, m.next_n,
+                          m.num_sms);
+  }
+};
+
+template <>
 struct fmt::formatter<idxplan::ChunkGroup> : idxplan::detail::PlanFormatterBase {
   template <class Ctx>
   auto format(const idxplan::ChunkGroup& g, Ctx& ctx) const {
@@ -360,9 +385,9 @@ struct fmt::formatter<idxplan::DecodePlan> : idxplan::detail::PlanFormatterBase 
     return fmt::format_to(ctx.out(),
                           "DecodePlan{{num_rows={}, num_real_rows={}, max_seq_len={}, "
                           "num_block_cols={}, use_gather={}, rows_are_requests={}, native={}, "
-                          "schedule={}, grid={}}}",
+                          "schedule={}, grid={}, metadata={}}}",
                           d.num_rows, d.num_real_rows, d.max_seq_len, d.num_block_cols,
-                          d.use_gather, d.rows_are_requests, d.native, d.schedule, d.grid);
+                          d.use_gather, d.rows_are_requests, d.native, d.schedule, d.grid, d.metadata);
   }
 };
 

@@ -437,7 +437,8 @@ TEST(Properties, DeepgemmStepMetadataIsTheDropInsOnTheDecodeLaunchsRows) {
     const deepgemm_sm90::MetadataShape shape =
         deepgemm_sm90::metadata_shape(l.num_seqs, l.next_n, 64, g.config().num_compute_units);
     std::vector<int32_t> want(static_cast<std::size_t>(shape.words()));
-    deepgemm_sm90::fill_metadata(shape, Span<const int32_t>(l.row_ends, static_cast<std::size_t>(l.num_seqs) * l.next_n),
+    const auto rows = static_cast<std::size_t>(int64_t{l.num_seqs} * l.next_n);
+    deepgemm_sm90::fill_metadata(shape, Span<const int32_t>(l.row_ends, rows),
                                  Span<int32_t>(want.data(), want.size()));
     ASSERT_EQ(test::slice(b.decode_schedule, want.size()), want);
     decodes += 1;

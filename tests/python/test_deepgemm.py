@@ -30,6 +30,9 @@ from idxplan import deepgemm  # noqa: E402
 
 STEPS = int(os.environ.get("IDXPLAN_PY_GPU_STEPS", "300"))
 TRACE_STEPS = os.environ.get("IDXPLAN_TRACE_STEPS")
+# The most sequences DeepGEMM's own metadata kernel launched with on an H100
+# (found by bisection: docs/deepgemm.md); idxplan's launch takes up to 19,360.
+DEEPGEMM_LAUNCHES = 16384
 GPU = idxplan.has_device and torch.cuda.is_available()
 gpu = pytest.mark.skipif(not GPU, reason="no GPU, or no device part")
 
@@ -125,12 +128,22 @@ def test_deepgemms_own_kernel_writes_the_same_words_on_random_steps():
     if deep_gemm is None:
         pytest.skip(why)
     rng = np.random.default_rng(5102)
+    compared = 0
     for _ in range(STEPS):
         lens, num_sms = random_step(rng)
         cuda = i32(lens, "cuda")
-        want = deep_gemm.get_paged_mqa_logits_metadata(cuda, 64, num_sms).cpu().tolist()
+        try:
+            want = deep_gemm.get_paged_mqa_logits_metadata(cuda, 64, num_sms).cpu().tolist()
+        except RuntimeError as e:
+            # DeepGEMM's kernel asks the driver for 12 bytes of shared memory a
+            # sequence, which its host check allows up to 19,360 sequences and the
+            # H100's driver refuses near the top of that range (docs/deepgemm.md).
+            assert "CUDA_ERROR_INVALID_VALUE" in str(e) and len(lens) > DEEPGEMM_LAUNCHES, (len(lens), str(e))
+            continue
         assert deepgemm.get_paged_mqa_logits_metadata(cuda, 64, num_sms).cpu().tolist() == want
         assert deepgemm.get_paged_mqa_logits_metadata(i32(lens), 64, num_sms).tolist() == want
+        compared += 1
+    assert compared >= STEPS * 9 // 10
 
 
 def trace_decode_lens(request):

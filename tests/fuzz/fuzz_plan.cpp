@@ -439,7 +439,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     FUZZ_CHECK(d.num_seqs == 0 || inside(d.context_lens, d.num_seqs, d.next_n > 1 ? buffers.context_lens
                                                                                    : buffers.decode_row_lens));
     FUZZ_CHECK(d.block_ends == nullptr || inside(d.block_ends, decode_rows, buffers.decode_block_ends));
-    FUZZ_CHECK(d.schedule == nullptr || inside(d.schedule, 4 * int64_t{d.num_ctas}, buffers.decode_schedule));
+    FUZZ_CHECK(d.schedule == nullptr || inside(d.schedule, d.schedule_words, buffers.decode_schedule));
     if (d.num_seqs > 0) {
       const int64_t words = int64_t{d.num_seqs - 1} * d.block_table_stride + d.max_blocks;
       FUZZ_CHECK(d.max_blocks <= (d.in_place ? s.cols : d.block_table_stride));

@@ -29,15 +29,7 @@ struct RandomStep {
 // CUs so schedules exist on small steps, and the DeepSeek sizes.
 inline std::vector<Geometry> random_geometries() {
   std::vector<Geometry> out;
-  const auto small_budgets = [] {
-    IndexerConfig small = deepseek_config();
-    small.max_num_seqs = 64;
-    small.max_num_batched_tokens = 4096;
-    small.max_model_len = 65536;
-    small.max_logits_mb = 1;
-    return small;
-  };
-  IndexerConfig c = small_budgets();
+  IndexerConfig c = small_budgets(deepseek_config());
   c.candidate_topk_blocks = 64;  // 512 candidate columns: gathers from 768 columns
   c.num_compute_units = 4;
   out.push_back(make_geometry(c));
@@ -57,7 +49,7 @@ inline std::vector<Geometry> random_geometries() {
   // Many heads and next_n 5: two row blocks of 3 rows a sequence, the
   // second pulled back to rows 2-4, on enough CUs that a schedule passes a
   // warp's units.
-  IndexerConfig pulled = small_budgets();
+  IndexerConfig pulled = small_budgets(deepseek_config());
   pulled.num_speculative_tokens = 4;
   pulled.num_compute_units = 16;
   out.push_back(make_geometry(pulled));
@@ -68,12 +60,8 @@ inline std::vector<Geometry> random_geometries() {
 // ones, native sequences at compression 1, and grids the engine sizes.
 inline std::vector<Geometry> flydsl_geometries() {
   std::vector<Geometry> out;
-  IndexerConfig c = deepseek_config();
+  IndexerConfig c = small_budgets(deepseek_config());
   c.contract = Contract::flydsl_fp4;
-  c.max_num_seqs = 64;
-  c.max_num_batched_tokens = 4096;
-  c.max_model_len = 65536;
-  c.max_logits_mb = 1;
   c.num_speculative_tokens = 1;
   out.push_back(make_geometry(c));
   c.num_speculative_tokens = 3;
@@ -100,19 +88,8 @@ inline std::vector<Geometry> flydsl_geometries() {
 // flattened, on 5 SMs; adaptive drafts on one SM.
 inline std::vector<Geometry> deepgemm_geometries() {
   std::vector<Geometry> out;
-  IndexerConfig c = deepseek_config();
-  c.contract = Contract::deepgemm_sm90;
-  c.max_num_seqs = 64;
-  c.max_num_batched_tokens = 4096;
-  c.max_model_len = 65536;
-  c.max_logits_mb = 1;
-  c.compress_ratio = 1;
-  c.block_size = 64;
-  c.sparse_logits = false;
-  c.candidate_block_size = 0;
-  c.candidate_topk_blocks = 0;
+  IndexerConfig c = small_budgets(deepgemm_config());
   c.num_speculative_tokens = 1;
-  c.num_compute_units = 132;
   out.push_back(make_geometry(c));
   c.compress_ratio = 4;
   c.block_size = 256;

@@ -145,20 +145,7 @@ TEST(Metadata, RefusesLengthsWhoseUnitsPassUint32) {
   EXPECT_EQ(metadata(Words(512, -256), 512, 1), (Words{0, 0, 256, 0}));
 }
 
-// The contract in the geometry: DeepSeek-V3.2's uncompressed cache of
-// 64-token pages, on an H100.
-IndexerConfig deepgemm_config() {
-  IndexerConfig c = test::deepseek_config();
-  c.contract = Contract::deepgemm_sm90;
-  c.compress_ratio = 1;
-  c.block_size = 64;
-  c.max_model_len = 163840;
-  c.sparse_logits = false;
-  c.candidate_block_size = 0;
-  c.candidate_topk_blocks = 0;
-  c.num_compute_units = 132;
-  return c;
-}
+using test::deepgemm_config;
 
 TEST(Geometry, SizesTheMetadataByTheGpusSmsAndRunsDeepGemmsNextN) {
   IndexerConfig c = deepgemm_config();

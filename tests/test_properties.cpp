@@ -365,17 +365,14 @@ TEST(Properties, PlanSizedBuffersAreTakenAndOneWordLessIsRefused) {
   EXPECT_GT(tables, kSteps / 10);
 }
 
-TEST(Properties, FlydslStepSchedulesAreAitersOnTheStepsOwnLengths) {
-  // The step's decode grid is compute_varctx_schedule of its batches'
-  // contexts (rows, or native sequences), and each prefill chunk's grid
-  // compute_prefill_schedule of its rows' ends, as idxplan.aiter computes
-  // them (flydsl_fp4::grid_violation): the words the lengths the step
-  // wrote give. A word changed is found.
-  const std::vector<Geometry> geometries = test::flydsl_geometries();
-  std::mt19937_64 rng(49007);
+// Runs `check(g, s, plan, b)` on `steps` seeded random steps over
+// `geometries` in turn, every fifth a step of decodes only, each planned and
+// filled by the CPU reference; stops at the first fatal failure.
+template <class Check>
+void on_random_steps(const std::vector<Geometry>& geometries, uint64_t seed, int steps, const Check& check) {
+  std::mt19937_64 rng(seed);
   StepPlan plan;
-  int decodes = 0, native = 0, chunks = 0;
-  for (int i = 0; i < kSteps / 4; ++i) {
+  for (int i = 0; i < steps; ++i) {
     const std::size_t gi = static_cast<std::size_t>(i) % geometries.size();
     const Geometry& g = geometries[gi];
     const test::RandomStep s = i % 5 == 0 ? test::full_decode_step(g, rng) : test::random_step(g, rng);
@@ -383,6 +380,20 @@ TEST(Properties, FlydslStepSchedulesAreAitersOnTheStepsOwnLengths) {
     test::HostBuffers b(g);
     test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, b);
     SCOPED_TRACE(::testing::Message() << "step " << i << " on geometry " << gi << ": " << plan);
+    check(g, s, plan, b);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(Properties, FlydslStepSchedulesAreAitersOnTheStepsOwnLengths) {
+  // The step's decode grid is compute_varctx_schedule of its batches'
+  // contexts (rows, or native sequences), and each prefill chunk's grid
+  // compute_prefill_schedule of its rows' ends, as idxplan.aiter computes
+  // them (flydsl_fp4::grid_violation): the words the lengths the step
+  // wrote give. A word changed is found.
+  int decodes = 0, native = 0, chunks = 0;
+  on_random_steps(test::flydsl_geometries(), 49007, kSteps / 4,
+                  [&](const Geometry& g, const test::RandomStep& s, const StepPlan& plan, test::HostBuffers& b) {
     ASSERT_FALSE(plan.decode.schedule.present());
     ASSERT_EQ(plan.decode.grid.present(), plan.decode.num_rows > 0);
     ASSERT_TRUE(!plan.decode.native.present() || g.config().compress_ratio == 1);
@@ -399,8 +410,7 @@ TEST(Properties, FlydslStepSchedulesAreAitersOnTheStepsOwnLengths) {
     decodes += plan.decode.grid.present();
     native += plan.decode.native.present();
     chunks += static_cast<int>(plan.prefill.size());
-    if (::testing::Test::HasFatalFailure()) return;
-  }
+  });
   EXPECT_GT(decodes, kSteps / 10);
   EXPECT_GT(native, kSteps / 40);
   EXPECT_GT(chunks, kSteps / 10);
@@ -412,25 +422,16 @@ TEST(Properties, DeepgemmStepMetadataIsTheDropInsOnTheDecodeLaunchsRows) {
   // next_n] native, [rows, 1] flattened) on the geometry's SMs, as
   // idxplan.deepgemm computes it; native sequences only where DeepGEMM's SM90
   // kernels take them (next_n 1 or 2).
-  const std::vector<Geometry> geometries = test::deepgemm_geometries();
-  std::mt19937_64 rng(51001);
-  StepPlan plan;
   int decodes = 0, native = 0, padded = 0;
-  for (int i = 0; i < kSteps / 4; ++i) {
-    const std::size_t gi = static_cast<std::size_t>(i) % geometries.size();
-    const Geometry& g = geometries[gi];
-    const test::RandomStep s = i % 5 == 0 ? test::full_decode_step(g, rng) : test::random_step(g, rng);
-    ASSERT_NO_THROW(plan_step(g, s.query_start_loc, s.seq_lens_upper_bound, s.num_tokens, plan)) << "step " << i;
-    test::HostBuffers b(g);
-    test::fill_reference(g, plan, s.query_start_loc, s.seq_lens, s.block_table, s.table_stride, b);
-    SCOPED_TRACE(::testing::Message() << "step " << i << " on geometry " << gi << ": " << plan);
+  on_random_steps(test::deepgemm_geometries(), 51001, kSteps / 4,
+                  [&](const Geometry& g, const test::RandomStep& s, const StepPlan& plan, test::HostBuffers& b) {
     const DecodePlan& d = plan.decode;
     ASSERT_FALSE(d.schedule.present() || d.grid.present());
     ASSERT_EQ(d.metadata.present(), plan.num_decodes > 0);
     ASSERT_LE(d.native.next_n, 2);
     const StepInputs in = make_step_inputs(s.seq_lens, s.query_start_loc, s.block_table, s.table_stride);
     const DecodeLaunch l = decode_launch(g, plan, in, b.outputs());
-    if (l.num_seqs == 0) continue;
+    if (l.num_seqs == 0) return;
     ASSERT_EQ(l.schedule, b.decode_schedule.data());
     ASSERT_EQ(l.num_ctas, g.config().num_compute_units);
     ASSERT_EQ(l.schedule_words, 2 * (int64_t{g.config().num_compute_units} + 1));
@@ -444,8 +445,7 @@ TEST(Properties, DeepgemmStepMetadataIsTheDropInsOnTheDecodeLaunchsRows) {
     decodes += 1;
     native += d.native.present();
     padded += d.num_real_rows < d.num_rows;
-    if (::testing::Test::HasFatalFailure()) return;
-  }
+  });
   EXPECT_GT(decodes, kSteps / 10);
   EXPECT_GT(native, kSteps / 40);
   EXPECT_GT(padded, kSteps / 100);

@@ -28,6 +28,31 @@ inline IndexerConfig small_config() {
   return c;
 }
 
+// `c` with small budgets, so that random steps cut their prefills: 64
+// requests, 4096 tokens, 64K-token contexts, 1 MB of logits.
+inline IndexerConfig small_budgets(IndexerConfig c) {
+  c.max_num_seqs = 64;
+  c.max_num_batched_tokens = 4096;
+  c.max_model_len = 65536;
+  c.max_logits_mb = 1;
+  return c;
+}
+
+// deepgemm_sm90's geometry: DeepSeek-V3.2's uncompressed cache of 64-token
+// pages (DeepGEMM's SM90 block_kv), no candidates, on an H100's 132 SMs.
+inline IndexerConfig deepgemm_config() {
+  IndexerConfig c = deepseek_config();
+  c.contract = Contract::deepgemm_sm90;
+  c.compress_ratio = 1;
+  c.block_size = 64;
+  c.max_model_len = 163840;
+  c.sparse_logits = false;
+  c.candidate_block_size = 0;
+  c.candidate_topk_blocks = 0;
+  c.num_compute_units = 132;
+  return c;
+}
+
 // Host buffers for the CPU reference, sized from a geometry; every word
 // starts as `poison`, so a word the reference skips shows.
 struct HostBuffers : HostStepBuffers {

@@ -249,6 +249,8 @@ Figures run_case(const std::string& name, int32_t compute_units, const bench::Be
   IndexerConfig c = bench::deepseek_config();
   c.contract = contract;
   c.num_compute_units = compute_units;
+  // DeepGEMM's SM90 kernels read pages of 64 keys.
+  if (contract == Contract::deepgemm_sm90) c.block_size = deepgemm_sm90::kBlockKv * c.compress_ratio;
   c.max_num_seqs = 4096;
   c.max_num_batched_tokens = 32768;
   const Geometry g = make_geometry(c);
@@ -283,7 +285,9 @@ Figures run_case(const std::string& name, int32_t compute_units, const bench::Be
   Figures f;
   f.name = name;
   f.rows = plan.decode.num_rows;
-  f.slots = contract == Contract::gluon_mxfp4 ? plan.decode.schedule.num_ctas : plan.decode.grid.ctas;
+  f.slots = contract == Contract::gluon_mxfp4   ? plan.decode.schedule.num_ctas
+            : contract == Contract::flydsl_fp4 ? plan.decode.grid.ctas
+                                               : plan.decode.metadata.num_sms;
   f.cols = plan.decode.num_block_cols;
   f.table = !plan.has_decode() ? "-" : writes_decode_block_table(plan, out) ? "copied" : "engine";
   f.empty_e = timer.eager(empty);
@@ -371,6 +375,12 @@ int main(int argc, char** argv) {
     run("fp4 decode_" + std::to_string(n), n == 4096 ? 512 : 256, bench::mtp_decodes(n), false, Contract::flydsl_fp4);
   }
   run("fp4 mixed_1024", 256, bench::mixed_1024(), false, Contract::flydsl_fp4);
+  // deepgemm_sm90 (DeepGEMM on an H100's 132 SMs): the MTP decodes native
+  // at next_n 2, and flattened a row a sequence.
+  for (const int32_t n : {4, 64, 256, 1024, 4096}) {
+    run("dg decode_" + std::to_string(n), 132, bench::mtp_decodes(n), false, Contract::deepgemm_sm90);
+  }
+  run("dg flat_1024", 132, bench::flat_decodes(1024), false, Contract::deepgemm_sm90);
   print(all);
   (void)rt::stream_destroy(s);
   return 0;

@@ -5,13 +5,14 @@
 // The deepgemm_sm90 contract's device writer: the metadata of
 // deepgemm_sm90.hpp, word for word, in one block of one launch, with no
 // device allocation and no sync. DeepGEMM's own kernel keeps every
-// sequence's prefix sum in shared memory and runs a binary search a row;
-// here the block walks the sequences a tile of kThreads at a time, a 64-bit
-// scan a tile, and each sequence writes the rows that start among its
-// units: the SMs whose first unit lies in [before * atoms, after * atoms)
-// (first_sm inverts first_unit). The rows that start past every unit are
-// the end rows. Where the units pass uint32, every row is an end row (the
-// CPU fill refuses those lengths).
+// sequence's prefix sum in shared memory and runs a binary search a row.
+// Here each thread owns a run of consecutive sequences (a chunk), sums
+// their splits, and one 64-bit block scan gives each chunk's end, kept in
+// shared memory; then each metadata row, a thread a row, finds the chunk
+// that holds its first unit by a binary search of those ends and walks that
+// chunk's sequences to the one that holds it. One pass over the lengths,
+// one scan, three barriers, at every batch. Where the units pass uint32,
+// every row is an end row (the CPU fill refuses those lengths).
 
 #include <cstdint>
 
@@ -26,20 +27,11 @@ namespace idxplan::deepgemm_sm90 {
 // Threads of the standalone launch (idxplan.deepgemm's).
 inline constexpr int kMetadataThreads = 512;
 
-// The first SM in [0, num_sms] whose first unit of `total` is at least
-// `unit` (unit <= total): SMs [0, rest] start every q + 1 units, the
-// others every q units after rest of them.
-IDXPLAN_HD int32_t first_sm(const MetadataShape& s, uint32_t total, uint64_t unit) {
-  const uint64_t q = total / static_cast<uint32_t>(s.num_sms);
-  const uint64_t rest = total % static_cast<uint32_t>(s.num_sms);
-  if (unit <= rest * (q + 1)) return static_cast<int32_t>((unit + q) / (q + 1));
-  return static_cast<int32_t>((unit - rest + q - 1) / q);  // q > 0 here, as unit <= total = num_sms * q + rest
-}
-
 template <int kThreads>
 struct MetadataShared {
   using Primitives = device::BlockPrimitives<kThreads>;
   int64_t warps[Primitives::kWarps];  // the warps' partial sums
+  uint32_t ends[kThreads];            // each chunk's inclusive split sum
 };
 
 namespace detail {
@@ -85,38 +77,51 @@ template <int kThreads, class Source>
 __device__ void write_metadata(const MetadataShape& s, const Source& source, int32_t* out,
                                MetadataShared<kThreads>& sh) {
   const int t = static_cast<int>(threadIdx.x);
-  const auto splits_at = [&](int32_t q) { return q < s.batch ? splits_of(source.keys(q)) : 0u; };
-  // The splits' sum: each thread's share, then the block's.
+  // Thread t's chunk: sequences [t * chunk, t * chunk + chunk) of the batch.
+  const int32_t chunk = s.batch / kThreads + (s.batch % kThreads != 0 ? 1 : 0);
+  const int32_t begin = t * chunk < s.batch ? t * chunk : s.batch;
+  const int32_t end = begin + chunk < s.batch ? begin + chunk : s.batch;
   int64_t mine = 0;
-  for (int32_t q = t; q < s.batch; q += kThreads) mine += splits_at(q);
+  for (int32_t q = begin; q < end; ++q) mine += splits_of(source.keys(q));
   int64_t splits = 0;
-  detail::block_exclusive_sum(mine, splits, sh);
+  const int64_t before = detail::block_exclusive_sum(mine, splits, sh);
   const uint32_t atoms = s.atoms();
   if (!units_fit(static_cast<uint64_t>(splits), atoms)) {
     for (int32_t sm = t; sm <= s.num_sms; sm += kThreads) store_end_row(s, out + int64_t{sm} * kRowWords);
     return;
   }
+  sh.ends[t] = static_cast<uint32_t>(before + mine);  // within splits: it fits
+  __syncthreads();
+  // Every sum of splits times atoms below is at most `total`: uint32 holds it.
   const auto total = static_cast<uint32_t>(static_cast<uint64_t>(splits) * atoms);
-  int64_t carry = 0;  // the splits of the tiles before
-  for (int32_t base = 0; base < s.batch; base += kThreads) {
-    const int32_t q = base + t;
-    const uint32_t own = splits_at(q);
-    int64_t tile = 0;
-    const int64_t before = carry + detail::block_exclusive_sum(int64_t{own}, tile, sh);
-    if (own > 0) {
-      const uint64_t first = static_cast<uint64_t>(before) * atoms;
-      const int32_t end = first_sm(s, total, first + uint64_t{own} * atoms);
-      for (int32_t sm = first_sm(s, total, first); sm < end; ++sm) {
-        const uint32_t offset = first_unit(s, total, sm) - static_cast<uint32_t>(first);
-        int32_t* row = out + int64_t{sm} * kRowWords;
-        row[0] = static_cast<int32_t>(static_cast<uint32_t>(q) * atoms + offset / own);
-        row[1] = static_cast<int32_t>(offset % own);
-      }
+  // The chunks that hold sequences; the others end where the last does.
+  const int32_t chunks = chunk > 0 ? s.batch / chunk + (s.batch % chunk != 0 ? 1 : 0) : 0;
+  for (int32_t sm = t; sm <= s.num_sms; sm += kThreads) {
+    int32_t* row = out + int64_t{sm} * kRowWords;
+    const uint32_t unit = first_unit(s, total, sm);
+    if (unit >= total) {
+      store_end_row(s, row);
+      continue;
     }
-    carry += tile;
-  }
-  for (int32_t sm = first_sm(s, total, total) + t; sm <= s.num_sms; sm += kThreads) {
-    store_end_row(s, out + int64_t{sm} * kRowWords);
+    // The first chunk whose units end past `unit` (one does: unit < total).
+    int32_t lo = 0;
+    int32_t hi = chunks - 1;
+    while (lo < hi) {
+      const int32_t mid = (lo + hi) / 2;
+      if (sh.ends[mid] * atoms > unit) hi = mid; else lo = mid + 1;
+    }
+    // Its first sequence whose units end past `unit`: DeepGEMM's binary
+    // search, as a walk of the chunk.
+    uint32_t start = lo > 0 ? sh.ends[lo - 1] : 0u;  // splits before the sequence
+    int32_t q = lo * chunk;
+    uint32_t own = splits_of(source.keys(q));
+    while ((start + own) * atoms <= unit) {
+      start += own;
+      own = splits_of(source.keys(++q));
+    }
+    const uint32_t offset = unit - start * atoms;
+    row[0] = static_cast<int32_t>(static_cast<uint32_t>(q) * atoms + offset / own);
+    row[1] = static_cast<int32_t>(offset % own);
   }
 }
 
@@ -150,19 +155,25 @@ inline void enqueue_metadata(const MetadataShape& s, const int32_t* context_lens
 
 }  // namespace idxplan::deepgemm_sm90
 
-// The step's metadata: the same writer in the schedule part of the prepare
-// launch (device/prepare_step.hpp), one block at its block size, over the
-// step's decode sequences (deepgemm_sm90_step.hpp).
+// The step's metadata: the same writer in the prepare launch
+// (device/prepare_step.hpp), over the step's decode sequences as
+// DecodeLaunch hands them to DeepGEMM (deepgemm_sm90_step.hpp). Under
+// deepgemm_sm90 the launch's decode_rows part is one block, which writes
+// the step's decode rows, then reads each sequence's keys back from
+// decode_row_lens (its last row's): no thread searches query_start_loc for
+// a flattened row's request, and the kernel inlines the rows' writer once.
 namespace idxplan::device {
-
-// Blocks of the schedule part: one, in the launch that writes the metadata.
-IDXPLAN_HD int32_t metadata_blocks(const StepArgs& a) { return deepgemm_sm90::step_writes_metadata(a) ? 1 : 0; }
 
 namespace detail {
 
+// The metadata of the decode rows this block wrote to decode_row_lens
+// (global writes a barrier makes visible to the block's threads).
 __device__ __forceinline__ void write_step_metadata(const StepArgs& a) {
+  if (!deepgemm_sm90::step_writes_metadata(a)) return;
   __shared__ deepgemm_sm90::MetadataShared<kPrepareThreads> sh;
-  deepgemm_sm90::write_metadata(deepgemm_sm90::step_metadata_shape(a), deepgemm_sm90::StepSequences{&a},
+  __syncthreads();
+  const deepgemm_sm90::MetadataShape s = deepgemm_sm90::step_metadata_shape(a);
+  deepgemm_sm90::write_metadata(s, deepgemm_sm90::LastColumn{a.out.decode_row_lens.data, s.next_n},
                                 a.out.decode_schedule.data, sh);
 }
 

@@ -47,11 +47,11 @@ namespace idxplan::device {
 
 // The parts of a launch, in grid order.
 enum class Part : int32_t {
-  schedule,         // the contract's: gluon_mxfp4's decode_schedule, flydsl_fp4's grids or
-                    // deepgemm_sm90's metadata
+  schedule,         // the contract's: gluon_mxfp4's decode_schedule or flydsl_fp4's grids
   packed_offsets,   // prefill_query_start_loc
   contexts,         // context_lens of the launch's requests
-  decode_rows,      // decode_row_lens, decode_block_ends, a request a thread
+  decode_rows,      // decode_row_lens, decode_block_ends, a request a thread; then, in one
+                    // block, deepgemm_sm90's metadata of them
   decode_table,     // decode_block_table, a request's four columns a thread
   prefill_rows,     // prefill_row_ends, prefill_block_ends of the launch's tokens
 };
@@ -106,10 +106,11 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
   int32_t count[kParts] = {
       schedule ? static_cast<int32_t>(ceil_div(a.schedule.num_ctas, small ? detail::kSmallSlotsPerBlock
                                                                            : kSlotsPerBlock))
-               : fp4_grid_blocks(a) + metadata_blocks(a),
+               : fp4_grid_blocks(a),
       blocks(int64_t{a.word_end} - a.word_begin, kPrepareThreads),
       blocks(int64_t{a.request_end} - a.request_begin, kPrepareThreads),
-      decode ? blocks(decode_row_items(a), kPrepareThreads) : 0,
+      // One block where it writes deepgemm_sm90's metadata of the rows too.
+      decode ? (deepgemm_sm90::step_writes_metadata(a) ? 1 : blocks(decode_row_items(a), kPrepareThreads)) : 0,
       decode ? blocks(decode_table_items(a), kPrepareThreads) : 0,
       blocks(int64_t{a.token_end} - a.token_begin, kPrepareThreads),
   };
@@ -267,8 +268,6 @@ __device__ __forceinline__ void prepare_step(const LaunchGrid& grid, const StepA
   if (b < grid.end[0]) {
     if constexpr (kContract == Contract::flydsl_fp4) {
       write_fp4_grids(a, b, group_words);
-    } else if constexpr (kContract == Contract::deepgemm_sm90) {
-      write_step_metadata(a);
     } else if constexpr (kItems == 0) {
       if (tid < detail::kSmallThreads) {
         write_small_schedule_slots<kLaneUnits>(a, b);
@@ -322,6 +321,8 @@ __device__ __forceinline__ void prepare_step(const LaunchGrid& grid, const StepA
       break;
     case Part::decode_rows:
       write_decode_rows(a, start, stride);
+      // deepgemm_sm90's metadata, of the rows this part's one block wrote.
+      if constexpr (kContract == Contract::deepgemm_sm90) write_step_metadata(a);
       break;
     case Part::decode_table:
       copy_decode_table(a, start, stride);

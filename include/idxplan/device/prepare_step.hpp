@@ -25,9 +25,10 @@
 //
 // The schedule part is the contract's (contracts/): gluon_mxfp4's writer
 // (gluon_mxfp4_device.hpp) in prepare_step_kernel and its variants,
-// flydsl_fp4's (flydsl_fp4_device.hpp) in prepare_step_fp4_kernel,
-// deepgemm_sm90's (deepgemm_sm90_device.hpp) in
-// prepare_step_metadata_kernel; the other parts are every contract's.
+// flydsl_fp4's (flydsl_fp4_device.hpp) in prepare_step_fp4_kernel; the
+// other parts are every contract's, but in prepare_step_metadata_kernel the
+// decode rows' part is one block that writes deepgemm_sm90's metadata
+// (deepgemm_sm90_device.hpp) of the rows after them.
 
 #include <algorithm>
 #include <cstdint>

@@ -376,7 +376,7 @@ int main(int argc, char** argv) {
   }
   run("fp4 mixed_1024", 256, bench::mixed_1024(), false, Contract::flydsl_fp4);
   // deepgemm_sm90 (DeepGEMM on an H100's 132 SMs): the MTP decodes native
-  // at next_n 2, and flattened a row a sequence.
+  // at next_n 2, and decodes of one and two rows flattened.
   for (const int32_t n : {4, 64, 256, 1024, 4096}) {
     run("dg decode_" + std::to_string(n), 132, bench::mtp_decodes(n), false, Contract::deepgemm_sm90);
   }

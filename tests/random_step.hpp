@@ -68,14 +68,9 @@ inline std::vector<Geometry> flydsl_geometries() {
   c.adaptive_verification = true;
   c.prefill_parallel_units = 64;
   out.push_back(make_geometry(c));
-  IndexerConfig native = c;  // compression 1: native sequences of 2 rows
+  IndexerConfig native = uncompressed_cache(c);  // compression 1: native sequences of 2 rows
   native.adaptive_verification = false;
   native.num_speculative_tokens = 1;
-  native.compress_ratio = 1;
-  native.block_size = 64;
-  native.sparse_logits = false;
-  native.candidate_block_size = 0;
-  native.candidate_topk_blocks = 0;
   native.max_model_len = 16384;
   native.decode_parallel_units = 256;
   out.push_back(make_geometry(native));

@@ -38,17 +38,23 @@ inline IndexerConfig small_budgets(IndexerConfig c) {
   return c;
 }
 
-// deepgemm_sm90's geometry: DeepSeek-V3.2's uncompressed cache of 64-token
-// pages (DeepGEMM's SM90 block_kv), no candidates, on an H100's 132 SMs.
-inline IndexerConfig deepgemm_config() {
-  IndexerConfig c = deepseek_config();
-  c.contract = Contract::deepgemm_sm90;
+// `c` over DeepSeek-V3.2's uncompressed cache: 64-token pages at compression
+// 1, dense logits, no candidates.
+inline IndexerConfig uncompressed_cache(IndexerConfig c) {
   c.compress_ratio = 1;
   c.block_size = 64;
-  c.max_model_len = 163840;
   c.sparse_logits = false;
   c.candidate_block_size = 0;
   c.candidate_topk_blocks = 0;
+  return c;
+}
+
+// deepgemm_sm90's geometry: the uncompressed cache (64-token pages are
+// DeepGEMM's SM90 block_kv), on an H100's 132 SMs.
+inline IndexerConfig deepgemm_config() {
+  IndexerConfig c = uncompressed_cache(deepseek_config());
+  c.contract = Contract::deepgemm_sm90;
+  c.max_model_len = 163840;
   c.num_compute_units = 132;
   return c;
 }

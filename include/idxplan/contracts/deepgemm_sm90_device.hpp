@@ -157,24 +157,35 @@ inline void enqueue_metadata(const MetadataShape& s, const int32_t* context_lens
 
 // The step's metadata: the same writer in the prepare launch
 // (device/prepare_step.hpp), over the step's decode sequences as
-// DecodeLaunch hands them to DeepGEMM (deepgemm_sm90_step.hpp). Under
-// deepgemm_sm90 the launch's decode_rows part is one block, which writes
-// the step's decode rows, then reads each sequence's keys back from
-// decode_row_lens (its last row's): no thread searches query_start_loc for
-// a flattened row's request, and the kernel inlines the rows' writer once.
+// DecodeLaunch hands them to DeepGEMM (deepgemm_sm90_step.hpp), by the first
+// block of the launch's decode_rows part. A native step's sequence keys are
+// its last row's, from seq_lens, so its rows keep their blocks. A flattened
+// step's part is that one block (metadata_reads_rows): it writes the step's
+// decode rows, then reads each sequence's keys back from decode_row_lens, so
+// that no thread searches query_start_loc for a row's request.
 namespace idxplan::device {
 
 namespace detail {
 
-// The metadata of the decode rows this block wrote to decode_row_lens
-// (global writes a barrier makes visible to the block's threads).
+// Sequence q's keys: a native step's from its seq_lens, as its last row's
+// are written; a flattened step's from the decode_row_lens its block wrote.
+// One source, so that the kernel inlines the writer once.
+struct StepKeys {
+  const StepArgs* a;
+  __device__ int32_t keys(int32_t q) const {
+    if (a->native_next_n == 0) return a->out.decode_row_lens.data[q];
+    const int32_t n = a->native_next_n;
+    return decode_row_len_at(*a, q * n + n - 1);
+  }
+};
+
+// The step's metadata, by the decode rows' first block (after its writes of
+// decode_row_lens, which the barrier makes visible to the block's threads).
 __device__ __forceinline__ void write_step_metadata(const StepArgs& a) {
   if (!deepgemm_sm90::step_writes_metadata(a)) return;
   __shared__ deepgemm_sm90::MetadataShared<kPrepareThreads> sh;
   __syncthreads();
-  const deepgemm_sm90::MetadataShape s = deepgemm_sm90::step_metadata_shape(a);
-  deepgemm_sm90::write_metadata(s, deepgemm_sm90::LastColumn{a.out.decode_row_lens.data, s.next_n},
-                                a.out.decode_schedule.data, sh);
+  deepgemm_sm90::write_metadata(deepgemm_sm90::step_metadata_shape(a), StepKeys{&a}, a.out.decode_schedule.data, sh);
 }
 
 }  // namespace detail

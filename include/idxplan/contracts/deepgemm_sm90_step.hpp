@@ -28,6 +28,13 @@ namespace idxplan::deepgemm_sm90 {
 // has one.
 IDXPLAN_HD bool step_writes_metadata(const StepArgs& a) { return a.writes_decode && a.metadata_sms > 0; }
 
+// Whether launch `a`'s metadata reads the keys back from the decode rows it
+// writes, so that one block writes both: a flattened step's, whose rows
+// would otherwise each search query_start_loc for their request. A native
+// step's sequence keys come from its seq_lens (StepSequences), so its rows
+// keep a block per kPrepareThreads.
+IDXPLAN_HD bool metadata_reads_rows(const StepArgs& a) { return step_writes_metadata(a) && a.native_next_n == 0; }
+
 // Rows of a sequence: the native ones', else 1.
 IDXPLAN_HD int32_t step_next_n(const StepArgs& a) { return a.native_next_n > 0 ? a.native_next_n : 1; }
 

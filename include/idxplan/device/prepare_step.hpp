@@ -26,9 +26,10 @@
 // The schedule part is the contract's (contracts/): gluon_mxfp4's writer
 // (gluon_mxfp4_device.hpp) in prepare_step_kernel and its variants,
 // flydsl_fp4's (flydsl_fp4_device.hpp) in prepare_step_fp4_kernel; the
-// other parts are every contract's, but in prepare_step_metadata_kernel the
-// decode rows' part is one block that writes deepgemm_sm90's metadata
-// (deepgemm_sm90_device.hpp) of the rows after them.
+// other parts are every contract's. In prepare_step_metadata_kernel the
+// decode rows' part's first block then writes deepgemm_sm90's metadata
+// (deepgemm_sm90_device.hpp); on a flattened step that part is one block,
+// and the metadata reads the rows it wrote.
 
 #include <algorithm>
 #include <cstdint>
@@ -51,8 +52,8 @@ enum class Part : int32_t {
   schedule,         // the contract's: gluon_mxfp4's decode_schedule or flydsl_fp4's grids
   packed_offsets,   // prefill_query_start_loc
   contexts,         // context_lens of the launch's requests
-  decode_rows,      // decode_row_lens, decode_block_ends, a request a thread; then, in one
-                    // block, deepgemm_sm90's metadata of them
+  decode_rows,      // decode_row_lens, decode_block_ends, a request a thread; then, in its
+                    // first block, deepgemm_sm90's metadata
   decode_table,     // decode_block_table, a request's four columns a thread
   prefill_rows,     // prefill_row_ends, prefill_block_ends of the launch's tokens
 };
@@ -110,8 +111,13 @@ inline LaunchGrid launch_grid(const StepArgs& a, int32_t max_blocks) {
                : fp4_grid_blocks(a),
       blocks(int64_t{a.word_end} - a.word_begin, kPrepareThreads),
       blocks(int64_t{a.request_end} - a.request_begin, kPrepareThreads),
-      // One block where it writes deepgemm_sm90's metadata of the rows too.
-      decode ? (deepgemm_sm90::step_writes_metadata(a) ? 1 : blocks(decode_row_items(a), kPrepareThreads)) : 0,
+      // One block where deepgemm_sm90's metadata reads back the rows it writes;
+      // at least one where the metadata is written.
+      decode ? (deepgemm_sm90::metadata_reads_rows(a)
+                    ? 1
+                    : std::max(deepgemm_sm90::step_writes_metadata(a) ? 1 : 0,
+                               blocks(decode_row_items(a), kPrepareThreads)))
+             : 0,
       decode ? blocks(decode_table_items(a), kPrepareThreads) : 0,
       blocks(int64_t{a.token_end} - a.token_begin, kPrepareThreads),
   };
@@ -322,8 +328,11 @@ __device__ __forceinline__ void prepare_step(const LaunchGrid& grid, const StepA
       break;
     case Part::decode_rows:
       write_decode_rows(a, start, stride);
-      // deepgemm_sm90's metadata, of the rows this part's one block wrote.
-      if constexpr (kContract == Contract::deepgemm_sm90) write_step_metadata(a);
+      // deepgemm_sm90's metadata, by the part's first block (the only one
+      // where it reads the rows back).
+      if constexpr (kContract == Contract::deepgemm_sm90) {
+        if (block == 0) write_step_metadata(a);
+      }
       break;
     case Part::decode_table:
       copy_decode_table(a, start, stride);

@@ -173,9 +173,7 @@ namespace detail {
 struct StepKeys {
   const StepArgs* a;
   __device__ int32_t keys(int32_t q) const {
-    if (a->native_next_n == 0) return a->out.decode_row_lens.data[q];
-    const int32_t n = a->native_next_n;
-    return decode_row_len_at(*a, q * n + n - 1);
+    return a->native_next_n > 0 ? deepgemm_sm90::StepSequences{a}.keys(q) : a->out.decode_row_lens.data[q];
   }
 };
 

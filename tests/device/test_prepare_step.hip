@@ -185,10 +185,12 @@ TEST_F(PrepareStep, MatchesTheReferenceOnFlydslSteps) {
   EXPECT_GT(chunks, steps / 4);
 }
 
-// deepgemm_sm90's steps: DeepGEMM's metadata written by one block of the
-// step's launch, word for word the CPU fill's (itself the drop-in's rule on
-// the decode launch's rows: tests/test_properties.cpp), beside every other
-// buffer; and decode steps of the most sequences DeepGEMM's kernel holds.
+// deepgemm_sm90's steps: DeepGEMM's metadata written by the first block of
+// the decode rows' part, word for word the CPU fill's (itself the drop-in's
+// rule on the decode launch's rows: tests/test_properties.cpp), beside
+// every other buffer; and two steps of the most rows DeepGEMM's kernel
+// holds: one flattened, whose rows one block writes before the metadata,
+// and one native, whose rows take many blocks.
 TEST_F(PrepareStep, MatchesTheReferenceOnDeepgemmSteps) {
   const std::vector<Geometry> geometries = test::deepgemm_geometries();
   std::vector<device::StepBuffers> buffers;
@@ -230,8 +232,23 @@ TEST_F(PrepareStep, MatchesTheReferenceOnDeepgemmSteps) {
   const Words table(lens.size() * 64, 3);
   ASSERT_EQ(run(wide, wide_buffers, wide_host, qsl, lens, lens, deepgemm_sm90::kMaxBatch, table, 64), "");
   ASSERT_EQ(plan_.decode.metadata.batch, deepgemm_sm90::kMaxBatch);
-  std::printf("%d deepgemm_sm90 steps equal to the reference: %d with metadata (%d native), and one of %d sequences\n",
-              steps, metadata, native, deepgemm_sm90::kMaxBatch);
+  ASSERT_FALSE(plan_.decode.native.present());
+  // 9,680 MTP decodes of two tokens (native sequences of two rows).
+  c.num_speculative_tokens = 1;
+  const Geometry mtp = make_geometry(c);
+  const device::StepBuffers mtp_buffers(mtp);
+  test::HostBuffers mtp_host(mtp);
+  constexpr int32_t kSequences = deepgemm_sm90::kMaxBatch / 2;
+  Words mtp_qsl(kSequences + 1);
+  for (int32_t r = 0; r < kSequences; ++r) mtp_qsl[static_cast<std::size_t>(r) + 1] = 2 * (r + 1);
+  Words mtp_lens(lens.begin(), lens.begin() + kSequences);
+  for (int32_t& len : mtp_lens) len = std::max(len, 2);  // at least the two tokens
+  ASSERT_EQ(run(mtp, mtp_buffers, mtp_host, mtp_qsl, mtp_lens, mtp_lens, mtp_qsl.back(), table, 64), "");
+  ASSERT_TRUE(plan_.decode.native.present());
+  ASSERT_EQ(plan_.decode.metadata.batch, kSequences);
+  std::printf("%d deepgemm_sm90 steps equal to the reference: %d with metadata (%d native), one of %d rows "
+              "(flattened) and one of %d sequences (native)\n",
+              steps, metadata, native, deepgemm_sm90::kMaxBatch, kSequences);
   EXPECT_GT(metadata, steps / 4);
   EXPECT_GT(native, steps / 20);
 }

@@ -13,6 +13,9 @@ is an SM90 one:
 - DeepGEMM's fp8_paged_mqa_logits, the consumer, on random FP8 caches: the logits
   it computes from idxplan's metadata equal bit for bit those from its own.
 
+On an empty DeepGEMM JIT cache (DG_JIT_CACHE_DIR) the comparisons first compile
+about 35 of DeepGEMM's metadata kernels, one after another (DEEPGEMM_BATCHES).
+
 Skipped without torch; the DeepGEMM tests say why they skip."""
 
 import json

@@ -173,7 +173,8 @@ namespace detail {
 struct StepKeys {
   const StepArgs* a;
   __device__ int32_t keys(int32_t q) const {
-    return a->native_next_n > 0 ? deepgemm_sm90::StepSequences{a}.keys(q) : a->out.decode_row_lens.data[q];
+    return a->native_next_n > 0 ? deepgemm_sm90::StepSequences{a}.keys(q)
+                                : deepgemm_sm90::LastColumn{a->out.decode_row_lens.data, 1}.keys(q);
   }
 };
 

@@ -9,7 +9,8 @@
 // step, where the graph launch is most of a small step's time; and
 // "graph100", kSteps steps captured in one graph launched once, which
 // leaves the host out of the figure. Then the host's side: plan_step,
-// enqueue and both together, beside an empty kernel's eager launch.
+// enqueue and both together, beside an empty kernel's eager launch. Last,
+// idxplan.aiter's standalone schedule kernels in graph100 (run_drop_ins).
 // Prints medians and the ratios the design's targets are stated in.
 //
 //   idxplan_bench_prepare [substring]   only the steps whose name holds it
@@ -123,6 +124,20 @@ StepArgs schedule_only(const StepArgs& a) {
   only.word_begin = only.word_end = 0;
   only.token_begin = only.token_end = only.num_decode_tokens;
   return only;
+}
+
+// flydsl_fp4's launch grid cut after its grids' blocks (the schedule part).
+device::LaunchGrid grids_only(device::LaunchGrid g) {
+  for (int p = 1; p < device::kParts; ++p) g.end[p] = g.end[0];
+  return g;
+}
+
+// flydsl_fp4's arguments without its grids: the rows, contexts and table alone.
+StepArgs without_grids(const StepArgs& a) {
+  StepArgs rest = a;
+  rest.fp4_decode_ctas = 0;
+  rest.fp4_prefill_base = 0;
+  return rest;
 }
 
 void baseline_step(const StepPlan& plan, const StepArgs& a, device::Stream s) {
@@ -299,10 +314,16 @@ Figures run_case(const std::string& name, int32_t compute_units, const bench::Be
   f.fused_e = timer.eager(fused);
   f.fused_g1 = timer.graph1(fused);
   f.fused_g100 = timer.graph100(fused);
-  // flydsl_fp4's grids read the decode rows schedule_only takes away: its
-  // halves are not timed apart.
-  f.sched_g100 = contract == Contract::gluon_mxfp4 ? timer.graph100(launch(schedule_only(args))) : 0.0;
-  f.rest_g100 = contract == Contract::gluon_mxfp4 ? timer.graph100(launch(rest)) : 0.0;
+  if (contract == Contract::flydsl_fp4) {
+    // Its grids read the decode rows schedule_only takes away, so its
+    // schedule half is the launch cut after the grids' blocks, and its rest
+    // the launch without grids.
+    f.sched_g100 = timer.graph100([&] { device::launch(args, grids_only(device::launch_grid(args, max_blocks)), s); });
+    f.rest_g100 = timer.graph100(launch(without_grids(args)));
+  } else if (contract == Contract::gluon_mxfp4) {
+    f.sched_g100 = timer.graph100(launch(schedule_only(args)));
+    f.rest_g100 = timer.graph100(launch(rest));
+  }
   f.ref_e = timer.eager(reference);
   f.ref_g1 = timer.graph1(reference);
   f.host_empty = timer.host(empty);
@@ -337,6 +358,60 @@ void print(const std::vector<Figures>& all) {
     const double floor = f.host_empty + f.host_plan;
     std::printf("%-20s | %6.2f %8.2f %8.2f %8.2f | %8.2f %6.2fx\n", f.name.c_str(), f.host_empty, f.host_plan,
                 f.host_enqueue, f.host_step, floor, f.host_step / floor);
+  }
+}
+
+// idxplan.aiter's drop-ins' kernels alone (contracts/flydsl_fp4_device.hpp)
+// on benchmarks/python/bench_aiter_fp4.py's steps, graph100 GPU
+// microseconds a call: decode_N, N flattened rows of N / 2 two-row requests
+// or N sequences of next_n 2, contexts over 1K-200K tokens at compression 4,
+// sglang's P; prefill_R, R causal rows of eight requests, P = max(1024, R).
+void run_drop_ins(const std::string& only, device::Stream s) {
+  constexpr int32_t kMsl = 262144;  // keys: a 1M-token model at compression 4
+  const Timer timer(s);
+  std::printf("\nidxplan.aiter's kernels: median GPU microseconds a call, %d calls in one graph\n", kSteps);
+  std::printf("%-22s %6s %8s\n", "step", "CTAs", "g100");
+  for (const int32_t next_n : {1, 2}) {
+    for (const int32_t n : {4, 16, 64, 256, 1024, 4096}) {
+      const std::string name = "aiter decode_" + std::to_string(n) + (next_n == 1 ? "" : "_next_n2");
+      if (name.find(only) == std::string::npos) continue;
+      std::vector<int32_t> lens(static_cast<std::size_t>(n));
+      for (int32_t r = 0; r < n; ++r) {
+        lens[static_cast<std::size_t>(r)] =
+            next_n == 1 ? (bench::spread_context(r / 2) - 1 + r % 2) / 4 : bench::spread_context(r) / 4;
+      }
+      const int64_t ctas = flydsl_fp4::decode_ctas(n, next_n, flydsl_fp4::chunks_cap(kMsl, flydsl_fp4::kBlockK), 0);
+      const auto shape = flydsl_fp4::varctx_shape(n, flydsl_fp4::kBlockK, ctas, kMsl, next_n);
+      const auto context_lens = upload(lens);
+      device::DeviceArray<int32_t> cta_info(static_cast<std::size_t>(shape.words()));
+      device::DeviceArray<int32_t> safe(1);
+      const double us = timer.graph100(
+          [&] { flydsl_fp4::enqueue_varctx_schedule(shape, context_lens.data(), cta_info.data(), safe.data(), s); });
+      std::printf("%-22s %6lld %8.2f\n", name.c_str(), static_cast<long long>(ctas), us);
+    }
+  }
+  for (const int32_t rows : {1024, 4096, 8192, 16384, 32768, 65536}) {
+    const std::string name = "aiter prefill_" + std::to_string(rows);
+    if (name.find(only) == std::string::npos) continue;
+    std::vector<int32_t> batch, starts(static_cast<std::size_t>(rows), 0), ends;
+    for (int32_t k = 0; k < 8; ++k) {
+      for (int32_t j = 0; j < rows / 8; ++j) {
+        batch.push_back(k);
+        ends.push_back((bench::spread_context(k) + j + 1) / 4);
+      }
+    }
+    const int32_t longest = *std::max_element(ends.begin(), ends.end());
+    const int64_t msl = (int64_t{longest} + 255) / 256 * 256;
+    const auto shape = flydsl_fp4::prefill_shape(rows, flydsl_fp4::kBlockK, std::max(1024, rows), msl);
+    const auto b = upload(batch);
+    const auto st = upload(starts);
+    const auto e = upload(ends);
+    device::DeviceArray<int32_t> cta_info(static_cast<std::size_t>(shape.words()));
+    device::DeviceArray<int32_t> safe(1);
+    const double us = timer.graph100([&] {
+      flydsl_fp4::enqueue_prefill_schedule(shape, b.data(), st.data(), e.data(), cta_info.data(), safe.data(), s);
+    });
+    std::printf("%-22s %6d %8.2f\n", name.c_str(), shape.ctas, us);
   }
 }
 
@@ -382,6 +457,7 @@ int main(int argc, char** argv) {
   }
   run("dg flat_1024", 132, bench::flat_decodes(1024), false, Contract::deepgemm_sm90);
   print(all);
+  run_drop_ins(only, s);
   (void)rt::stream_destroy(s);
   return 0;
 }

@@ -48,12 +48,13 @@ inline constexpr int32_t kDecodeCtasPerRow = 4;
 inline constexpr int32_t kPrefillBaseCtas = 1024;
 
 // Chunks of a row that sees `keys` keys: ceil(keys / block_k), 0 for keys
-// <= 0, in 64 bits. aiter's prefill rule is this; its decode rule, in int32
+// <= 0, one unsigned 32-bit division (keys + block_k - 1 < 2^32 for int32
+// keys and block_k > 0). aiter's prefill rule is this; its decode rule, in int32
 // with truncating division, agrees for every context from -2 * block_k + 2
 // to 2^31 - block_k, and past those counts negative or wrapped chunks that
 // no kernel can walk (docs/aiter.md).
 IDXPLAN_HD int32_t chunks_of(int32_t keys, int32_t block_k) {
-  return keys <= 0 ? 0 : static_cast<int32_t>((int64_t{keys} + block_k - 1) / block_k);
+  return keys <= 0 ? 0 : detail::ceil_div32(keys, block_k);
 }
 
 // The CTAs a row of `chunks` chunks takes at `safe` chunks a CTA.

@@ -5,14 +5,16 @@
 // The flydsl_fp4 contract's device writer: the schedules of flydsl_fp4.hpp,
 // word for word, in one launch with no device allocation and no sync. Each
 // block writes its own run of CTAs, so it computes `safe` and the split
-// counts before its run itself, from the rows' chunk counts staged in
-// shared memory as units: each row its own where the rows fit, else the
-// runs of rows with equal counts (a prefill's causal rows change count once
+// counts before its run itself, from the rows staged in shared memory as
+// units: each row its own, its keys, where the rows fit, else the runs of
+// rows with equal chunk counts (a prefill's causal rows change count once
 // every block_k * C rows), else, for rows of too many runs, none, each pass
 // reading the rows again. A sum over the units, a binary search of
 // safe_range's few candidates, an exclusive sum of the units' splits, then
 // each of the block's CTAs finds its unit. aiter's Triton kernel does the
-// same in every program, with a 32-step search over [1, s_max].
+// same in every program, with a 32-step search over [1, s_max]. Rows are
+// read a walk a thread (flydsl_fp4_step.hpp), never a search a row, and at
+// most a warp's rows take write_warp_schedule, with no barrier.
 //
 // Lengths are read as they are: a negative one is 0 chunks (flydsl_fp4.hpp).
 
@@ -49,7 +51,7 @@ struct ScheduleShared {
   int32_t narrow[2][Primitives::kWarps];
   int32_t last[kThreads];               // each thread's last chunk count, for the runs
   int32_t ends[kMaxUnits];              // inclusive split sums, unit by unit
-  int32_t chunks[kMaxUnits];            // each unit's rows' chunk count
+  int32_t unit_values[kMaxUnits];       // each row's keys (Units::rows), or each run's chunk count
   int32_t first[kMaxRuns];              // each run's first row
 };
 inline constexpr int kMaxRuns = ScheduleShared<kScheduleThreads>::kMaxRuns;
@@ -125,10 +127,18 @@ __device__ __forceinline__ ChunkStats stage_units(const Source& source, int32_t 
   const int t = static_cast<int>(threadIdx.x);
   ChunkStats mine{};
   if (rows <= kMaxUnits) {
-    for (int32_t i = t; i < rows; i += kThreads) {
-      const int32_t c = chunks_of(source.keys(i), block_k);
-      sh.chunks[i] = c;
-      mine = mine + ChunkStats::of(c, s_max);
+    // The thread's rows, a walk: as few as cover the rows, so that up to
+    // kThreads rows are read a row a thread, each with its own reads.
+    const int32_t per_thread = (rows + kThreads - 1) / kThreads;
+    const int32_t first = t * per_thread;
+    if (first < rows) {
+      auto walk = source.walk(first);
+      const int32_t end = rows - first < per_thread ? rows : first + per_thread;
+      for (int32_t i = first; i < end; ++i) {
+        const int32_t keys = walk.next();
+        sh.unit_values[i] = keys;  // kept for the stores
+        mine = mine + ChunkStats::of(chunks_of(keys, block_k), s_max);
+      }
     }
     *units = Units::rows;
     *count = rows;
@@ -139,12 +149,20 @@ __device__ __forceinline__ ChunkStats stage_units(const Source& source, int32_t 
   int32_t runs = 0;
   int32_t before = -1;  // the count of the row before the tile's first
   for (int32_t tile = 0; tile < rows; tile += kMaxUnits) {
+    // The thread's rows' counts, a walk (not unrolled: its body is large),
+    // through its slice of `ends`, which the tile pass alone uses.
+    int32_t* const counts = sh.ends + t * kUnitsPerThread;
+    const int32_t first = tile + t * kUnitsPerThread;
+    auto walk = source.walk(first < rows ? first : 0);
+#pragma unroll 1
+    for (int k = 0; k < kUnitsPerThread; ++k) {
+      counts[k] = first + k < rows ? chunks_of(walk.next(), block_k) : -1;  // -1: past the rows
+    }
     int32_t c[kUnitsPerThread];
 #pragma unroll
     for (int k = 0; k < kUnitsPerThread; ++k) {
-      const int32_t i = tile + t * kUnitsPerThread + k;
-      c[k] = i < rows ? chunks_of(source.keys(i), block_k) : -1;
-      if (i < rows) mine = mine + ChunkStats::of(c[k], s_max);
+      c[k] = counts[k];
+      if (c[k] >= 0) mine = mine + ChunkStats::of(c[k], s_max);
     }
     sh.last[t] = c[kUnitsPerThread - 1];
     __syncthreads();
@@ -163,7 +181,7 @@ __device__ __forceinline__ ChunkStats stage_units(const Source& source, int32_t 
       const int32_t slot = runs + at[k];
       if (flags[k] != 0 && slot < Shared::kMaxRuns) {
         sh.first[slot] = tile + t * kUnitsPerThread + k;
-        sh.chunks[slot] = c[k];
+        sh.unit_values[slot] = c[k];
       }
     }
     before = sh.last[kThreads - 1];
@@ -183,8 +201,16 @@ __device__ __forceinline__ int32_t unit_rows(const ScheduleShared<kThreads>& sh,
   return (u + 1 < count ? sh.first[u + 1] : rows) - sh.first[u];
 }
 
+// Chunks of each row of unit u.
+template <int kThreads>
+__device__ __forceinline__ int32_t unit_chunks(const ScheduleShared<kThreads>& sh, Units units, int32_t u,
+                                               int32_t block_k) {
+  return units == Units::rows ? chunks_of(sh.unit_values[u], block_k) : sh.unit_values[u];
+}
+
 // The block's sum of the rows' splits at `s` chunks a CTA, in every thread:
-// over the staged units, or over the rows read again.
+// over the staged units, or over the rows read again, a thread's share of
+// them one walk.
 template <int kThreads, class Source>
 __device__ __forceinline__ int64_t block_splits(const Source& source, Units units, int32_t count, int32_t rows,
                                                 int32_t block_k, int32_t s, ScheduleShared<kThreads>& sh) {
@@ -192,19 +218,87 @@ __device__ __forceinline__ int64_t block_splits(const Source& source, Units unit
   int64_t n = 0;
   if (units != Units::none) {
     for (int32_t u = t; u < count; u += kThreads) {
-      n += int64_t{unit_rows(sh, units, u, count, rows)} * splits_of(sh.chunks[u], s);
+      n += int64_t{unit_rows(sh, units, u, count, rows)} * splits_of(unit_chunks(sh, units, u, block_k), s);
     }
   } else {
-    for (int32_t i = t; i < rows; i += kThreads) n += splits_of(chunks_of(source.keys(i), block_k), s);
+    const int32_t per_thread = (rows + kThreads - 1) / kThreads;
+    const int32_t first = t * per_thread;
+    if (first < rows) {
+      auto walk = source.walk(first);
+      const int32_t end = rows - first < per_thread ? rows : first + per_thread;
+      for (int32_t i = first; i < end; ++i) n += splits_of(chunks_of(walk.next(), block_k), s);
+    }
   }
   return block_sum(n, sh);
+}
+
+// The schedule of at most a warp's rows, a row a lane: every warp computes
+// it whole with shuffles, with no barrier and no shared memory, and writes
+// its share of the block's slots. The rows' keys are read once, and the
+// stores take them from their row's lane. A decode step of sglang's few
+// rows is one read and the stores, where the block's path waits on about
+// ten barriers.
+template <int kThreads, class Source, class Store>
+__device__ __forceinline__ void write_warp_schedule(const Source& source, int32_t rows, int32_t block_k,
+                                                    int32_t slots, int32_t s_max, int32_t slot_begin,
+                                                    int32_t slot_end, const Store& store, int32_t* safe) {
+  constexpr int kWarp = ScheduleShared<kThreads>::Primitives::kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp;
+  const int32_t keys = lane < rows ? source.keys(lane) : 0;
+  const int32_t chunks = lane < rows ? chunks_of(keys, block_k) : 0;  // a lane past the rows has none
+  ChunkStats stats = ChunkStats::of(chunks, s_max);
+  for (int m = kWarp / 2; m > 0; m /= 2) {
+    stats = stats + ChunkStats{lane_value(stats.chunks, lane ^ m), lane_value(stats.nonzero, lane ^ m),
+                               lane_value(stats.max_chunks, lane ^ m), lane_value(stats.splits_at_cap, lane ^ m)};
+  }
+  SafeRange range = safe_range(stats, slots, s_max);
+  while (range.lo < range.hi) {  // the same in every lane
+    const int32_t mid = range.lo + (range.hi - range.lo) / 2;
+    int64_t n = splits_of(chunks, mid);
+    for (int m = kWarp / 2; m > 0; m /= 2) n += lane_value(n, lane ^ m);
+    if (n <= slots) range.hi = mid; else range.lo = mid + 1;
+  }
+  const int32_t chunks_a_cta = range.lo;
+  if (safe != nullptr && threadIdx.x == 0) *safe = chunks_a_cta;
+
+  // The rows' inclusive split sums, lane by lane; the lanes past the rows
+  // hold the total.
+  int32_t ends = splits_of(chunks, chunks_a_cta);
+  for (int d = 1; d < kWarp; d *= 2) {
+    const int32_t before = lane_value(ends, lane >= d ? lane - d : lane);
+    if (lane >= d) ends += before;
+  }
+  const int32_t total = lane_value(ends, kWarp - 1);
+  // The warp's slots, a lane each: the loop's bounds are the warp's, so
+  // that every lane takes part in each shuffle.
+  for (int32_t base = slot_begin + warp * kWarp; base < slot_end; base += kThreads) {
+    const int32_t slot = base + lane;
+    // The lanes whose rows' splits end at or before the slot, up to
+    // kWarp - 1: the slot's row, where slot < total (ends[kWarp - 1]).
+    int row = 0;
+    for (int step = kWarp / 2; step > 0; step /= 2) {
+      if (lane_value(ends, row + step - 1) <= slot) row += step;
+    }
+    const int32_t start = lane_value(ends, row > 0 ? row - 1 : 0);
+    const int32_t row_chunks = lane_value(chunks, row);
+    const int32_t row_keys = lane_value(keys, row);
+    if (slot < slot_end) {
+      if (slot < total) {
+        store(slot, split_of(row, slot - (row > 0 ? start : 0), row_chunks, chunks_a_cta), row_keys);
+      } else {
+        store(slot, Split{}, 0);
+      }
+    }
+  }
 }
 
 }  // namespace detail
 
 // Writes CTAs [slot_begin, slot_end) of the schedule of `rows` rows whose
 // keys `source.keys(i)` gives, for a grid of `slots` splits (flydsl_fp4.hpp):
-// store(slot, split) for each, idle ones with Split{}. `*safe`, where safe
+// store(slot, split, keys of the split's row) for each, idle ones with
+// Split{} and 0. `*safe`, where safe
 // is not null, gets `safe`. Every thread of the block calls it.
 template <int kThreads, class Source, class Store>
 __device__ __forceinline__ void write_schedule(const Source& source, int32_t rows, int32_t block_k, int32_t slots,
@@ -212,6 +306,10 @@ __device__ __forceinline__ void write_schedule(const Source& source, int32_t row
                                                int32_t* safe, ScheduleShared<kThreads>& sh) {
   using Primitives = typename ScheduleShared<kThreads>::Primitives;
   constexpr int kMaxUnits = ScheduleShared<kThreads>::kMaxUnits;
+  if (rows <= Primitives::kWarpSize) {
+    detail::write_warp_schedule<kThreads>(source, rows, block_k, slots, s_max, slot_begin, slot_end, store, safe);
+    return;
+  }
   const int t = static_cast<int>(threadIdx.x);
   Units units = Units::none;
   int32_t count = 0;
@@ -236,24 +334,34 @@ __device__ __forceinline__ void write_schedule(const Source& source, int32_t row
   int32_t before = 0;
   const int32_t tiles = staged ? 1 : rows;  // staged units are one tile
   for (int32_t first = 0; first < tiles && before < slot_end; first += kMaxUnits) {
-    int32_t running[kUnitsPerThread];
+    // Each unit's inclusive sum within the thread's, then, past the scan,
+    // within the tile.
     int32_t sum = 0;
+    const int32_t mine = first + t * kUnitsPerThread;  // the thread's first unit
+    int32_t* const ends = sh.ends + t * kUnitsPerThread;
+    if (staged) {
 #pragma unroll
-    for (int k = 0; k < kUnitsPerThread; ++k) {
-      const int32_t u = first + t * kUnitsPerThread + k;
-      if (staged) {
-        sum += u < count ? detail::unit_rows(sh, units, u, count, rows) * splits_of(sh.chunks[u], chunks_a_cta) : 0;
-      } else {
-        sum += u < rows ? splits_of(chunks_of(source.keys(u), block_k), chunks_a_cta) : 0;
+      for (int k = 0; k < kUnitsPerThread; ++k) {
+        const int32_t u = mine + k;
+        sum += u < count ? detail::unit_rows(sh, units, u, count, rows) *
+                               splits_of(detail::unit_chunks(sh, units, u, block_k), chunks_a_cta)
+                         : 0;
+        ends[k] = sum;
       }
-      running[k] = sum;
+    } else {
+      auto walk = source.walk(mine < rows ? mine : rows);
+#pragma unroll 1
+      for (int k = 0; k < kUnitsPerThread; ++k) {
+        sum += mine + k < rows ? splits_of(chunks_of(walk.next(), block_k), chunks_a_cta) : 0;
+        ends[k] = sum;
+      }
     }
     int32_t tile = 0;
     int32_t offset[1];
     int32_t sums[1] = {sum};
     Primitives::exclusive_sum(sums, offset, tile, sh.scan);
 #pragma unroll
-    for (int k = 0; k < kUnitsPerThread; ++k) sh.ends[t * kUnitsPerThread + k] = offset[0] + running[k];
+    for (int k = 0; k < kUnitsPerThread; ++k) ends[k] += offset[0];
     __syncthreads();
     const int32_t in_tile = staged ? count : (rows - first < kMaxUnits ? rows - first : kMaxUnits);
     const int32_t lo = before > slot_begin ? before : slot_begin;
@@ -262,20 +370,22 @@ __device__ __forceinline__ void write_schedule(const Source& source, int32_t row
       const int32_t u = detail::unit_of(sh, in_tile, slot - before);
       const int32_t within = slot - before - (u > 0 ? sh.ends[u - 1] : 0);
       if (staged) {
-        const int32_t c = sh.chunks[u];
+        const int32_t c = detail::unit_chunks(sh, units, u, block_k);
         const int32_t per_row = splits_of(c, chunks_a_cta);
         const int32_t row = units == Units::rows ? u : sh.first[u] + within / per_row;
-        store(slot, split_of(row, within % per_row, c, chunks_a_cta));
+        const int32_t keys = units == Units::rows ? sh.unit_values[u] : source.keys(row);
+        store(slot, split_of(row, within % per_row, c, chunks_a_cta), keys);
       } else {
         const int32_t row = first + u;
-        store(slot, split_of(row, within, chunks_of(source.keys(row), block_k), chunks_a_cta));
+        const int32_t keys = source.keys(row);
+        store(slot, split_of(row, within, chunks_of(keys, block_k), chunks_a_cta), keys);
       }
     }
     before += tile;
     __syncthreads();  // the next tile rewrites ends
   }
   for (int32_t slot = (before > slot_begin ? before : slot_begin) + t; slot < slot_end; slot += kThreads) {
-    store(slot, Split{});
+    store(slot, Split{}, 0);
   }
 }
 
@@ -283,14 +393,20 @@ __device__ __forceinline__ void write_schedule(const Source& source, int32_t row
 struct ArrayRows {
   const int32_t* keys_;
   __device__ int32_t keys(int32_t i) const { return keys_[i]; }
+  struct Walk {
+    const int32_t* at;
+    __device__ int32_t next() { return *at++; }
+  };
+  __device__ Walk walk(int32_t i) const { return Walk{keys_ + i}; }
 };
 
+// The stores take the split's row's keys, as the source gave them (its
+// context, its local end).
 struct ArrayDecodeStore {
   int32_t* cta_info;
-  const int32_t* context_lens;
   int32_t next_n;
-  __device__ void operator()(int32_t slot, Split split) const {
-    store_decode_slot(cta_info, slot, next_n, split, split.row >= 0 ? context_lens[split.row] : 0);
+  __device__ void operator()(int32_t slot, Split split, int32_t keys) const {
+    store_decode_slot(cta_info, slot, next_n, split, keys);
   }
 };
 
@@ -298,12 +414,10 @@ struct ArrayPrefillStore {
   int32_t* cta_info;
   const int32_t* row_to_batch;
   const int32_t* local_starts;
-  const int32_t* local_ends;
-  __device__ void operator()(int32_t slot, Split split) const {
+  __device__ void operator()(int32_t slot, Split split, int32_t keys) const {
     const int32_t r = split.row >= 0 ? split.row : 0;
     const bool live = split.row >= 0;
-    store_prefill_slot(cta_info, slot, split, live ? row_to_batch[r] : 0, live ? local_starts[r] : 0,
-                       live ? local_ends[r] : 0);
+    store_prefill_slot(cta_info, slot, split, live ? row_to_batch[r] : 0, live ? local_starts[r] : 0, keys);
   }
 };
 
@@ -328,21 +442,21 @@ struct PrefillLaunch {
 
 // Templates, so that every file that includes this header may define them.
 template <int = 0>
-__global__ void IDXPLAN_LAUNCH_BOUNDS(kScheduleThreads, 0) varctx_schedule_kernel(VarctxLaunch a) {
+__global__ void IDXPLAN_LAUNCH_BOUNDS(kScheduleThreads, 1) varctx_schedule_kernel(VarctxLaunch a) {
   __shared__ ScheduleShared<kScheduleThreads> sh;
   const int32_t begin = static_cast<int32_t>(blockIdx.x) * a.slots_per_block;
   const int32_t end = a.shape.slots - begin < a.slots_per_block ? a.shape.slots : begin + a.slots_per_block;
   write_schedule(ArrayRows{a.context_lens}, a.shape.batches, a.shape.block_k, a.shape.slots, a.shape.s_max, begin,
-                 end, ArrayDecodeStore{a.cta_info, a.context_lens, a.shape.next_n}, blockIdx.x == 0 ? a.safe : nullptr, sh);
+                 end, ArrayDecodeStore{a.cta_info, a.shape.next_n}, blockIdx.x == 0 ? a.safe : nullptr, sh);
 }
 
 template <int = 0>
-__global__ void IDXPLAN_LAUNCH_BOUNDS(kScheduleThreads, 0) prefill_schedule_kernel(PrefillLaunch a) {
+__global__ void IDXPLAN_LAUNCH_BOUNDS(kScheduleThreads, 1) prefill_schedule_kernel(PrefillLaunch a) {
   __shared__ ScheduleShared<kScheduleThreads> sh;
   const int32_t begin = static_cast<int32_t>(blockIdx.x) * a.slots_per_block;
   const int32_t end = a.shape.ctas - begin < a.slots_per_block ? a.shape.ctas : begin + a.slots_per_block;
   write_schedule(ArrayRows{a.local_ends}, a.shape.rows, a.shape.block_k, a.shape.ctas, a.shape.s_max, begin, end,
-                 ArrayPrefillStore{a.cta_info, a.row_to_batch, a.local_starts, a.local_ends},
+                 ArrayPrefillStore{a.cta_info, a.row_to_batch, a.local_starts},
                  blockIdx.x == 0 ? a.safe : nullptr, sh);
 }
 

@@ -34,19 +34,61 @@ namespace idxplan::flydsl_fp4 {
 IDXPLAN_HD int32_t decode_batches(const StepArgs& a) { return a.native_next_n > 0 ? a.num_decodes : a.num_decode_rows; }
 IDXPLAN_HD int32_t decode_next_n(const StepArgs& a) { return a.native_next_n > 0 ? a.native_next_n : 1; }
 
+// The rows of a grid, as the writers read them: keys(i), the keys of row i,
+// and walk(i), which gives the keys of rows i, i + 1, ... one next() at a
+// time. A walk finds its first row's request once and then steps from
+// request to request, where keys(i) searches query_start_loc for each row:
+// the device writer reads the rows a walk a thread.
+
 // Keys of decode batch i.
 struct DecodeRows {
   const StepArgs* a;
   IDXPLAN_HD int32_t keys(int32_t i) const {
     return a->native_next_n > 0 ? a->by_compress_ratio.divide(decode_seq_len_at(*a, i)) : decode_row_len_at(*a, i);
   }
+
+  // Native batches are their requests; flattened rows, past the real ones,
+  // are padding of 0 keys (decode_row_len_at).
+  struct Walk {
+    const StepArgs* a;
+    int32_t i;
+    int32_t r = 0;      // row i's request, while i is a real flattened row
+    int32_t start = 0;  // its rows [start, end)
+    int32_t end = 0;
+    int32_t seq = 0;    // its length, clamped
+    IDXPLAN_HD int32_t next() {
+      const int32_t row = i++;
+      if (a->native_next_n > 0) return a->by_compress_ratio.divide(decode_seq_len_at(*a, row));
+      if (row >= a->num_real_decode_rows) return 0;
+      while (row >= end && r + 1 < a->num_decodes) {  // past its request's rows (none in an empty one)
+        start = end;
+        end = a->in.query_start_loc[++r + 1];
+        seq = decode_seq_len_at(*a, r);
+      }
+      return decode_row_len(seq, end - start, row - start, a->by_compress_ratio);
+    }
+  };
+  IDXPLAN_HD Walk walk(int32_t i) const {
+    Walk w{a, i};
+    if (a->native_next_n == 0 && i < a->num_real_decode_rows) {
+      w.r = find_request(a->in.query_start_loc, 0, a->num_decodes, i);
+      w.start = a->in.query_start_loc[w.r];
+      w.end = a->in.query_start_loc[w.r + 1];
+      w.seq = decode_seq_len_at(*a, w.r);
+    }
+    return w;
+  }
 };
 
+// The stores of a split, given its row's keys (the device writer's), or
+// finding them (the CPU fill's).
 struct DecodeStore {
   const StepArgs* a;
+  IDXPLAN_HD void operator()(int32_t slot, Split split, int32_t keys) const {
+    store_decode_slot(a->out.decode_schedule.data, slot, decode_next_n(*a), split, keys);
+  }
   IDXPLAN_HD void operator()(int32_t slot, Split split) const {
-    store_decode_slot(a->out.decode_schedule.data, slot, decode_next_n(*a), split,
-                      split.row >= 0 ? DecodeRows{a}.keys(split.row) : 0);
+    (*this)(slot, split, split.row >= 0 ? DecodeRows{a}.keys(split.row) : 0);
   }
 };
 
@@ -95,12 +137,43 @@ IDXPLAN_HD LaunchChunk next_chunk(const StepArgs& a, const ChunkGroup* groups, c
   return LaunchChunk{};
 }
 
-// Keys of row j of a chunk: the row end of its token.
+// Keys of row j of a chunk: the row end of its token (prefill_row_end_at).
 struct ChunkRows {
   const StepArgs* a;
   const ChunkGroup* groups;
   int32_t first_token;
   IDXPLAN_HD int32_t keys(int32_t j) const { return prefill_row_end_at(*a, groups, first_token + j); }
+
+  struct Walk {
+    const StepArgs* a;
+    const ChunkGroup* groups;
+    int32_t t;          // the next row's token
+    int32_t tokens;     // the step's, query_start_loc[num_reqs]; past them, padding
+    int32_t r = 0;      // token t's request, while t < tokens
+    int32_t start = 0;  // its tokens [start, end)
+    int32_t end = 0;
+    int32_t seq = 0;    // its length, within its bound
+    IDXPLAN_HD int32_t next() {
+      const int32_t token = t++;
+      if (token >= tokens) return 0;
+      while (token >= end && r + 1 < a->num_reqs) {
+        start = end;
+        end = a->in.query_start_loc[++r + 1];
+        seq = seq_len_at(*a, groups, r);
+      }
+      return prefill_row_end(seq, end - start, token - start, a->compress_ratio);
+    }
+  };
+  IDXPLAN_HD Walk walk(int32_t j) const {
+    Walk w{a, groups, first_token + j, a->in.query_start_loc[a->num_reqs]};
+    if (w.t < w.tokens) {
+      w.r = find_request(a->in.query_start_loc, a->num_decodes, a->num_reqs, w.t);
+      w.start = a->in.query_start_loc[w.r];
+      w.end = a->in.query_start_loc[w.r + 1];
+      w.seq = seq_len_at(*a, groups, w.r);
+    }
+    return w;
+  }
 };
 
 struct ChunkStore {
@@ -109,16 +182,16 @@ struct ChunkStore {
   const ChunkGroup* group;
   int32_t first_token;
   int32_t* cta_info;
-  IDXPLAN_HD void operator()(int32_t slot, Split split) const {
+  IDXPLAN_HD void operator()(int32_t slot, Split split, int32_t keys) const {
     int32_t batch = 0;
-    int32_t end = 0;
     if (split.row >= 0) {
-      const int32_t t = first_token + split.row;
       const int32_t first = group->first_request;
-      batch = find_request(a->in.query_start_loc, first, first + group->num_reqs, t) - first;
-      end = prefill_row_end_at(*a, groups, t);
+      batch = find_request(a->in.query_start_loc, first, first + group->num_reqs, first_token + split.row) - first;
     }
-    store_prefill_slot(cta_info, slot, split, batch, 0, end);
+    store_prefill_slot(cta_info, slot, split, batch, 0, keys);
+  }
+  IDXPLAN_HD void operator()(int32_t slot, Split split) const {
+    (*this)(slot, split, split.row >= 0 ? prefill_row_end_at(*a, groups, first_token + split.row) : 0);
   }
 };
 

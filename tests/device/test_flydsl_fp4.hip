@@ -48,8 +48,6 @@ class FlydslSchedule : public ::testing::Test {
   }
 
  protected:
-  void sync() { device::check(device::rt::stream_synchronize(stream_), "stream_synchronize"); }
-
   device::Stream stream_ = nullptr;
 };
 
@@ -92,6 +90,23 @@ void expect_prefill_words(const Words& batches, const Words& starts, const Words
   for (std::size_t w = 0; w < want.size(); ++w) ASSERT_EQ(got[w], want[w]) << "word " << w;
 }
 
+// varctx_schedule on the device against the CPU fill, poison around them.
+void expect_varctx_words(const Words& contexts, int64_t block_k, int64_t ctas, int64_t max_seq_len, int64_t next_n,
+                         device::Stream stream) {
+  const VarctxShape s = varctx_shape(static_cast<int64_t>(contexts.size()), block_k, ctas, max_seq_len, next_n);
+  Words want(static_cast<std::size_t>(s.words()) + kGuard, kPoison);
+  int32_t want_safe = kPoison;
+  fill_varctx_schedule(s, contexts, Span<int32_t>(want.data(), static_cast<std::size_t>(s.words())), &want_safe);
+  const auto d_contexts = FlydslSchedule::upload(contexts);
+  auto d_info = FlydslSchedule::upload(Words(want.size(), kPoison));
+  auto d_safe = FlydslSchedule::upload(Words{kPoison});
+  enqueue_varctx_schedule(s, d_contexts.data(), d_info.data(), d_safe.data(), stream);
+  device::check(device::rt::stream_synchronize(stream), "stream_synchronize");
+  ASSERT_EQ(FlydslSchedule::download(d_safe, 1)[0], want_safe);
+  const Words got = FlydslSchedule::download(d_info, want.size());
+  for (std::size_t w = 0; w < want.size(); ++w) ASSERT_EQ(got[w], want[w]) << "word " << w;
+}
+
 TEST_F(FlydslSchedule, DecodeMatchesTheCpuFillOnRandomLengths) {
   std::mt19937_64 rng(4901);
   auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
@@ -103,22 +118,29 @@ TEST_F(FlydslSchedule, DecodeMatchesTheCpuFillOnRandomLengths) {
     const int64_t max_seq_len = uniform(0, 200000);
     const Words contexts = random_lengths(rng, batches, max_seq_len);
     const int64_t ctas = next_n * (batches + uniform(0, uniform(0, 1) ? 4 : 5000));
-    const VarctxShape s = varctx_shape(batches, block_k, ctas, max_seq_len, next_n);
     SCOPED_TRACE(::testing::Message() << "case " << i << ": " << batches << " batches, next_n " << next_n
                                       << ", block_k " << block_k << ", " << ctas << " CTAs, max_seq_len "
                                       << max_seq_len);
-    Words want(static_cast<std::size_t>(s.words()) + kGuard, kPoison);
-    int32_t want_safe = kPoison;
-    fill_varctx_schedule(s, contexts, Span<int32_t>(want.data(), static_cast<std::size_t>(s.words())), &want_safe);
+    expect_varctx_words(contexts, block_k, ctas, max_seq_len, next_n, stream_);
+  }
+}
 
-    const auto d_contexts = upload(contexts);
-    auto d_info = upload(Words(want.size(), kPoison));
-    auto d_safe = upload(Words{kPoison});
-    enqueue_varctx_schedule(s, d_contexts.data(), d_info.data(), d_safe.data(), stream_);
-    sync();
-    ASSERT_EQ(download(d_safe, 1)[0], want_safe);
-    const Words got = download(d_info, want.size());
-    for (std::size_t w = 0; w < want.size(); ++w) ASSERT_EQ(got[w], want[w]) << "word " << w;
+// Around the warp's rows (32 lanes on NVIDIA, 64 on AMD), which each warp
+// computes on its own past the block's barriers (write_warp_schedule):
+// one less, as many, one more, with grids from just enough CTAs to more
+// than one block's.
+TEST_F(FlydslSchedule, DecodeAroundAWarpOfRowsMatchesTheCpuFill) {
+  std::mt19937_64 rng(4902);
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (const int64_t batches : {0, 1, 2, 31, 32, 33, 63, 64, 65}) {
+    for (const int64_t extra : {0, 1, 700, 3000}) {
+      const int64_t next_n = uniform(0, 1) == 0 ? 2 : 1;
+      const int64_t max_seq_len = uniform(1000, 200000);
+      const Words contexts = random_lengths(rng, batches, max_seq_len);
+      const int64_t ctas = next_n * (batches + extra);
+      SCOPED_TRACE(::testing::Message() << batches << " batches, next_n " << next_n << ", " << ctas << " CTAs");
+      expect_varctx_words(contexts, 256, ctas, max_seq_len, next_n, stream_);
+    }
   }
 }
 

@@ -153,7 +153,7 @@ __device__ __forceinline__ ChunkStats stage_units(const Source& source, int32_t 
     // through its slice of `ends`, which the tile pass alone uses.
     int32_t* const counts = sh.ends + t * kUnitsPerThread;
     const int32_t first = tile + t * kUnitsPerThread;
-    auto walk = source.walk(first < rows ? first : 0);
+    auto walk = source.walk(first < rows ? first : rows);  // past the rows: never read
 #pragma unroll 1
     for (int k = 0; k < kUnitsPerThread; ++k) {
       counts[k] = first + k < rows ? chunks_of(walk.next(), block_k) : -1;  // -1: past the rows

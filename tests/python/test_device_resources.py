@@ -64,10 +64,11 @@ def test_reads_the_prepare_kernels_from_amdgpu_metadata():
     kernels = dr.amd_notes(NOTES, "gfx950")
     assert set(kernels) == {"prepare_step_kernel<1>", "prepare_step_kernel<32>"}
     one = kernels["prepare_step_kernel<1>"]
-    assert (one["vgpr"], one["sgpr"], one["lds"], one["scratch"], one["spills"]) == (62, 73, 3680, 0, 0)
+    assert (one["vgpr"], one["sgpr"], one["lds"], one["scratch"], one["spills"], one["sgpr_spills"]) == (
+        62, 73, 3680, 0, 0, 0)
     assert one["waves"] == 8  # 64 VGPRs of 512, 80 SGPRs of 800
     wide = kernels["prepare_step_kernel<32>"]
-    assert (wide["scratch"], wide["spills"]) == (16, 3)
+    assert (wide["scratch"], wide["spills"], wide["sgpr_spills"]) == (16, 1, 2)  # VGPRs to memory, SGPRs to lanes
     assert wide["waves"] == 3  # 136 + 4 AGPRs: 144 of 512
 
 
@@ -98,9 +99,23 @@ def test_the_check_fails_on_scratch_and_on_an_occupancy_drop():
     baseline = {"gfx950": {"prepare_step_kernel<1>": {"waves": 8}, "prepare_step_kernel<32>": {"waves": 4}},
                 "sm_90": {"prepare_step_kernel<1>": {"warps": 40}}}
     failures = dr.check(found, baseline)
-    assert "gfx950 prepare_step_kernel<32>: 16 bytes of scratch, 3 spills" in failures
+    assert "gfx950 prepare_step_kernel<32>: 16 bytes of scratch, 1 spills to memory" in failures
     assert "gfx950 prepare_step_kernel<32>: 3 waves, below the baseline's 4" in failures
     assert "sm_90 prepare_step_kernel<32>: not in the baseline (run with --update)" in failures
     assert not any("prepare_step_kernel<1>" in f for f in failures)
     clean = {"gfx950": {"prepare_step_kernel<1>": found["gfx950"]["prepare_step_kernel<1>"]}}
     assert dr.check(clean, {"gfx950": {"prepare_step_kernel<1>": {"waves": 8}}}) == []
+
+
+def test_sgpr_spills_are_held_against_the_baseline():
+    # An SGPR spill goes to a VGPR lane, not to memory: allowed up to the
+    # baseline's count, refused past it, and a kernel without them passes.
+    notes = NOTES.replace(".private_segment_fixed_size: 16", ".private_segment_fixed_size: 0").replace(
+        ".vgpr_spill_count: 1", ".vgpr_spill_count: 0")
+    found = {"gfx950": {"prepare_step_kernel<32>": dr.amd_notes(notes, "gfx950")["prepare_step_kernel<32>"]}}
+    at = {"gfx950": {"prepare_step_kernel<32>": {"waves": 3, "sgpr_spills": 2}}}
+    assert dr.check(found, at) == []
+    below = {"gfx950": {"prepare_step_kernel<32>": {"waves": 3, "sgpr_spills": 1}}}
+    assert dr.check(found, below) == ["gfx950 prepare_step_kernel<32>: 2 SGPR spills, above the baseline's 1"]
+    none = {"gfx950": {"prepare_step_kernel<32>": {"waves": 3}}}
+    assert dr.check(found, none) == ["gfx950 prepare_step_kernel<32>: 2 SGPR spills, above the baseline's 0"]

@@ -63,6 +63,23 @@ namespace detail {
 
 using device::lane_value;
 
+// The warp's stats and sums, in every lane: shuffles, no barrier.
+template <int kWarp>
+__device__ __forceinline__ ChunkStats warp_stats(ChunkStats v) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  for (int m = kWarp / 2; m > 0; m /= 2) {
+    v = v + ChunkStats{lane_value(v.chunks, lane ^ m), lane_value(v.nonzero, lane ^ m),
+                       lane_value(v.max_chunks, lane ^ m), lane_value(v.splits_at_cap, lane ^ m)};
+  }
+  return v;
+}
+template <int kWarp>
+__device__ __forceinline__ int64_t warp_sum(int64_t v) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  for (int m = kWarp / 2; m > 0; m /= 2) v += lane_value(v, lane ^ m);
+  return v;
+}
+
 // The block's stats, in every thread: the warps' by shuffles, then theirs
 // through shared memory. Two barriers.
 template <int kThreads>
@@ -70,10 +87,7 @@ __device__ __forceinline__ ChunkStats block_stats(ChunkStats v, ScheduleShared<k
   using Primitives = typename ScheduleShared<kThreads>::Primitives;
   const int lane = static_cast<int>(threadIdx.x) % Primitives::kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / Primitives::kWarpSize;
-  for (int m = Primitives::kWarpSize / 2; m > 0; m /= 2) {
-    v = v + ChunkStats{lane_value(v.chunks, lane ^ m), lane_value(v.nonzero, lane ^ m),
-                       lane_value(v.max_chunks, lane ^ m), lane_value(v.splits_at_cap, lane ^ m)};
-  }
+  v = warp_stats<Primitives::kWarpSize>(v);
   if (lane == 0) {
     sh.wide[0][warp] = v.chunks;
     sh.wide[1][warp] = v.splits_at_cap;
@@ -95,7 +109,7 @@ __device__ __forceinline__ int64_t block_sum(int64_t v, ScheduleShared<kThreads>
   using Primitives = typename ScheduleShared<kThreads>::Primitives;
   const int lane = static_cast<int>(threadIdx.x) % Primitives::kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / Primitives::kWarpSize;
-  for (int m = Primitives::kWarpSize / 2; m > 0; m /= 2) v += lane_value(v, lane ^ m);
+  v = warp_sum<Primitives::kWarpSize>(v);
   if (lane == 0) sh.wide[0][warp] = v;
   __syncthreads();
   int64_t all = 0;
@@ -116,8 +130,21 @@ __device__ __forceinline__ int32_t unit_of(const ScheduleShared<kThreads>& sh, i
   return a;
 }
 
-// Stages the rows' chunk counts as units, each row its own where they fit,
-// else as runs, and returns their stats; *units gets how they were staged
+// Calls f(i, keys of row i) for the thread's share of rows [0, rows): as
+// few consecutive rows as cover them, one walk, so that up to kThreads
+// rows are read a row a thread, each with its own reads.
+template <int kThreads, class Source, class F>
+__device__ __forceinline__ void for_thread_rows(const Source& source, int32_t rows, const F& f) {
+  const int32_t per_thread = (rows + kThreads - 1) / kThreads;
+  const int32_t first = static_cast<int32_t>(threadIdx.x) * per_thread;
+  if (first >= rows) return;
+  auto walk = source.walk(first);
+  const int32_t end = rows - first < per_thread ? rows : first + per_thread;
+  for (int32_t i = first; i < end; ++i) f(i, walk.next());
+}
+
+// Stages the rows as units, each row its own (its keys) where they fit,
+// else as runs of equal chunk counts, and returns their stats; *units gets how they were staged
 // and *count their number.
 template <int kThreads, class Source>
 __device__ __forceinline__ ChunkStats stage_units(const Source& source, int32_t rows, int32_t block_k, int32_t s_max,
@@ -127,19 +154,10 @@ __device__ __forceinline__ ChunkStats stage_units(const Source& source, int32_t 
   const int t = static_cast<int>(threadIdx.x);
   ChunkStats mine{};
   if (rows <= kMaxUnits) {
-    // The thread's rows, a walk: as few as cover the rows, so that up to
-    // kThreads rows are read a row a thread, each with its own reads.
-    const int32_t per_thread = (rows + kThreads - 1) / kThreads;
-    const int32_t first = t * per_thread;
-    if (first < rows) {
-      auto walk = source.walk(first);
-      const int32_t end = rows - first < per_thread ? rows : first + per_thread;
-      for (int32_t i = first; i < end; ++i) {
-        const int32_t keys = walk.next();
-        sh.unit_values[i] = keys;  // kept for the stores
-        mine = mine + ChunkStats::of(chunks_of(keys, block_k), s_max);
-      }
-    }
+    for_thread_rows<kThreads>(source, rows, [&](int32_t i, int32_t keys) {
+      sh.unit_values[i] = keys;  // kept for the stores
+      mine = mine + ChunkStats::of(chunks_of(keys, block_k), s_max);
+    });
     *units = Units::rows;
     *count = rows;
     return block_stats(mine, sh);  // its barriers publish the staged counts
@@ -221,13 +239,7 @@ __device__ __forceinline__ int64_t block_splits(const Source& source, Units unit
       n += int64_t{unit_rows(sh, units, u, count, rows)} * splits_of(unit_chunks(sh, units, u, block_k), s);
     }
   } else {
-    const int32_t per_thread = (rows + kThreads - 1) / kThreads;
-    const int32_t first = t * per_thread;
-    if (first < rows) {
-      auto walk = source.walk(first);
-      const int32_t end = rows - first < per_thread ? rows : first + per_thread;
-      for (int32_t i = first; i < end; ++i) n += splits_of(chunks_of(walk.next(), block_k), s);
-    }
+    for_thread_rows<kThreads>(source, rows, [&](int32_t, int32_t keys) { n += splits_of(chunks_of(keys, block_k), s); });
   }
   return block_sum(n, sh);
 }
@@ -247,17 +259,10 @@ __device__ __forceinline__ void write_warp_schedule(const Source& source, int32_
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int32_t keys = lane < rows ? source.keys(lane) : 0;
   const int32_t chunks = lane < rows ? chunks_of(keys, block_k) : 0;  // a lane past the rows has none
-  ChunkStats stats = ChunkStats::of(chunks, s_max);
-  for (int m = kWarp / 2; m > 0; m /= 2) {
-    stats = stats + ChunkStats{lane_value(stats.chunks, lane ^ m), lane_value(stats.nonzero, lane ^ m),
-                               lane_value(stats.max_chunks, lane ^ m), lane_value(stats.splits_at_cap, lane ^ m)};
-  }
-  SafeRange range = safe_range(stats, slots, s_max);
+  SafeRange range = safe_range(warp_stats<kWarp>(ChunkStats::of(chunks, s_max)), slots, s_max);
   while (range.lo < range.hi) {  // the same in every lane
     const int32_t mid = range.lo + (range.hi - range.lo) / 2;
-    int64_t n = splits_of(chunks, mid);
-    for (int m = kWarp / 2; m > 0; m /= 2) n += lane_value(n, lane ^ m);
-    if (n <= slots) range.hi = mid; else range.lo = mid + 1;
+    if (warp_sum<kWarp>(splits_of(chunks, mid)) <= slots) range.hi = mid; else range.lo = mid + 1;
   }
   const int32_t chunks_a_cta = range.lo;
   if (safe != nullptr && threadIdx.x == 0) *safe = chunks_a_cta;

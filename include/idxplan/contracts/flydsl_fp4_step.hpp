@@ -40,6 +40,34 @@ IDXPLAN_HD int32_t decode_next_n(const StepArgs& a) { return a.native_next_n > 0
 // request to request, where keys(i) searches query_start_loc for each row:
 // the device writer reads the rows a walk a thread.
 
+// The request of a walk's row in query_start_loc and its rows [start,
+// end): searched for the walk's first row, then stepped forward.
+struct RowRequest {
+  int32_t r = 0;
+  int32_t start = 0;
+  int32_t end = 0;
+
+  // Row `row`'s request among [lo, hi).
+  IDXPLAN_HD static RowRequest of(const int32_t* qsl, int32_t lo, int32_t hi, int32_t row) {
+    RowRequest q;
+    q.r = find_request(qsl, lo, hi, row);
+    q.start = qsl[q.r];
+    q.end = qsl[q.r + 1];
+    return q;
+  }
+  // Steps to the request of `row`, at or past the current one's rows, and
+  // before hi (empty requests are stepped over); true where it moved.
+  IDXPLAN_HD bool step_to(const int32_t* qsl, int32_t row, int32_t hi) {
+    bool moved = false;
+    while (row >= end && r + 1 < hi) {
+      start = end;
+      end = qsl[++r + 1];
+      moved = true;
+    }
+    return moved;
+  }
+};
+
 // Keys of decode batch i.
 struct DecodeRows {
   const StepArgs* a;
@@ -52,29 +80,21 @@ struct DecodeRows {
   struct Walk {
     const StepArgs* a;
     int32_t i;
-    int32_t r = 0;      // row i's request, while i is a real flattened row
-    int32_t start = 0;  // its rows [start, end)
-    int32_t end = 0;
-    int32_t seq = 0;    // its length, clamped
+    RowRequest q{};  // row i's, while i is a real flattened row
+    int32_t seq = 0;  // its length, clamped
     IDXPLAN_HD int32_t next() {
       const int32_t row = i++;
       if (a->native_next_n > 0) return a->by_compress_ratio.divide(decode_seq_len_at(*a, row));
       if (row >= a->num_real_decode_rows) return 0;
-      while (row >= end && r + 1 < a->num_decodes) {  // past its request's rows (none in an empty one)
-        start = end;
-        end = a->in.query_start_loc[++r + 1];
-        seq = decode_seq_len_at(*a, r);
-      }
-      return decode_row_len(seq, end - start, row - start, a->by_compress_ratio);
+      if (q.step_to(a->in.query_start_loc, row, a->num_decodes)) seq = decode_seq_len_at(*a, q.r);
+      return decode_row_len(seq, q.end - q.start, row - q.start, a->by_compress_ratio);
     }
   };
   IDXPLAN_HD Walk walk(int32_t i) const {
     Walk w{a, i};
     if (a->native_next_n == 0 && i < a->num_real_decode_rows) {
-      w.r = find_request(a->in.query_start_loc, 0, a->num_decodes, i);
-      w.start = a->in.query_start_loc[w.r];
-      w.end = a->in.query_start_loc[w.r + 1];
-      w.seq = decode_seq_len_at(*a, w.r);
+      w.q = RowRequest::of(a->in.query_start_loc, 0, a->num_decodes, i);
+      w.seq = decode_seq_len_at(*a, w.q.r);
     }
     return w;
   }
@@ -147,30 +167,22 @@ struct ChunkRows {
   struct Walk {
     const StepArgs* a;
     const ChunkGroup* groups;
-    int32_t t;          // the next row's token
-    int32_t tokens;     // the step's, query_start_loc[num_reqs]; past them, padding
-    int32_t r = 0;      // token t's request, while t < tokens
-    int32_t start = 0;  // its tokens [start, end)
-    int32_t end = 0;
-    int32_t seq = 0;    // its length, within its bound
+    int32_t t;        // the next row's token
+    int32_t tokens;   // the step's, query_start_loc[num_reqs]; past them, padding
+    RowRequest q{};   // token t's, while t < tokens
+    int32_t seq = 0;  // its length, within its bound
     IDXPLAN_HD int32_t next() {
       const int32_t token = t++;
       if (token >= tokens) return 0;
-      while (token >= end && r + 1 < a->num_reqs) {
-        start = end;
-        end = a->in.query_start_loc[++r + 1];
-        seq = seq_len_at(*a, groups, r);
-      }
-      return prefill_row_end(seq, end - start, token - start, a->compress_ratio);
+      if (q.step_to(a->in.query_start_loc, token, a->num_reqs)) seq = seq_len_at(*a, groups, q.r);
+      return prefill_row_end(seq, q.end - q.start, token - q.start, a->compress_ratio);
     }
   };
   IDXPLAN_HD Walk walk(int32_t j) const {
     Walk w{a, groups, first_token + j, a->in.query_start_loc[a->num_reqs]};
     if (w.t < w.tokens) {
-      w.r = find_request(a->in.query_start_loc, a->num_decodes, a->num_reqs, w.t);
-      w.start = a->in.query_start_loc[w.r];
-      w.end = a->in.query_start_loc[w.r + 1];
-      w.seq = seq_len_at(*a, groups, w.r);
+      w.q = RowRequest::of(a->in.query_start_loc, a->num_decodes, a->num_reqs, w.t);
+      w.seq = seq_len_at(*a, groups, w.q.r);
     }
     return w;
   }
